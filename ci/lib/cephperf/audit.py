@@ -1,0 +1,251 @@
+"""Reading what the compiler did, from the DWARF and symbols of built binaries.
+
+readelf does the DWARF decoding: only the compilation-unit DIEs are dumped
+(--dwarf-depth=1), which is enough for DW_AT_producer and DW_AT_name.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from .common import REPO, StageError, EXIT_ERROR, load_toml
+
+RULES = REPO / "cmake" / "audit-rules.toml"
+
+
+def in_areas(area: str, prefixes: list[str]) -> bool:
+    return any(area == p or area.startswith(p + "/") for p in prefixes)
+
+
+def is_elf(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def readelf(*args: str) -> str:
+    r = subprocess.run(["readelf", "-W", *args], capture_output=True, text=True, errors="replace")
+    if r.returncode != 0 and not r.stdout:
+        raise StageError(f"readelf {' '.join(args)} failed: {r.stderr.strip()[:500]}", EXIT_ERROR)
+    return r.stdout
+
+
+def build_id(path: Path) -> str | None:
+    m = re.search(r"Build ID:\s*([0-9a-f]+)", readelf("-n", str(path)))
+    return m.group(1) if m else None
+
+
+def has_dwarf(path: Path) -> bool:
+    for line in readelf("-S", str(path)).splitlines():
+        if re.search(r"\s\.z?debug_info\s", line) and "NOBITS" not in line:
+            return True
+    return False
+
+
+def collect_elfs(inputs: list[Path], workdir: Path) -> list[dict]:
+    """ELF files from the inputs (unpacking .debs), paired with debug files by build-id."""
+    found = []
+    for i, item in enumerate(inputs):
+        if item.suffix in (".deb", ".ddeb"):
+            dest = workdir / f"{i}-{item.stem}"
+            dest.mkdir(parents=True)
+            r = subprocess.run(["dpkg-deb", "-x", str(item), str(dest)], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise StageError(f"{item}: not a readable .deb: {r.stderr.strip()}", EXIT_ERROR)
+            for p in sorted(dest.rglob("*")):
+                if p.is_file() and not p.is_symlink() and is_elf(p):
+                    found.append({"path": p, "label": f"{item.name}:/{p.relative_to(dest)}"})
+        elif is_elf(item):
+            found.append({"path": item, "label": str(item)})
+        else:
+            raise StageError(f"{item}: neither an ELF file nor a .deb", EXIT_ERROR)
+    for e in found:
+        e["build_id"] = build_id(e["path"])
+        e["dwarf"] = has_dwarf(e["path"])
+        e["is_debug_file"] = "/usr/lib/debug/" in e["label"]
+    debug_by_id = {e["build_id"]: e for e in found if e["is_debug_file"] and e["dwarf"] and e["build_id"]}
+    out, used = [], set()
+    for e in found:
+        if e["is_debug_file"]:
+            continue
+        if e["dwarf"]:
+            out.append({**e, "debug": e["path"]})
+        elif e["build_id"] in debug_by_id:
+            d = debug_by_id[e["build_id"]]
+            used.add(id(d))
+            out.append({**e, "debug": d["path"]})
+        else:
+            out.append({**e, "debug": None})
+    out += [{**d, "debug": d["path"]} for d in debug_by_id.values() if id(d) not in used]
+    return out
+
+
+def area_of(name: str) -> str:
+    n = name.replace("\\", "/")
+    # With -ffile-prefix-map=SRC=. a path reads BUILDDIR/sub/./src/osd/x.cc:
+    # the part after the last "/./" is the source path.
+    if "/./" in n:
+        n = n.rsplit("/./", 1)[1]
+    n = os.path.normpath(n)
+    m = re.search(r"(?:^|/)src/(.*)$", n)
+    if not m:
+        return "other"
+    rest = m.group(1).split("/")
+    return "src" if len(rest) == 1 else "src/" + rest[0]
+
+
+def compile_units(path: Path) -> list[dict]:
+    """[{name, producer}] for every compile unit (dwz partial units skipped)."""
+    proc = subprocess.Popen(["readelf", "-W", "--debug-dump=info", "--dwarf-depth=1", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace")
+    units, cur = [], None
+    # "DW_AT_producer : (strp) (offset: 0x2d716c): GNU C++20 ..." and older
+    # "(indirect string, offset: 0x..): ..." forms; the value follows the parentheses.
+    value = re.compile(r"DW_AT_(producer|name|comp_dir)\s*:\s*(?:\([^)]*\)\s*)*:?\s*(.*)$")
+    for line in proc.stdout:
+        if "DW_TAG_compile_unit" in line:
+            cur = {"name": "", "producer": "", "comp_dir": ""}
+            units.append(cur)
+        elif "DW_TAG_" in line:
+            cur = None
+        elif cur is not None and "DW_AT_" in line:
+            m = value.search(line)
+            if m and not cur[m.group(1)]:
+                cur[m.group(1)] = m.group(2).strip()
+    proc.wait()
+    return units
+
+
+def opt_level(producer: str) -> str:
+    level = "-O0"
+    for tok in producer.split():
+        if tok.startswith("-O"):
+            level = "-O1" if tok == "-O" else tok
+    return level
+
+
+def symbols(path: Path) -> set[str]:
+    names = set()
+    for line in readelf("-s", str(path)).splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and parts[0].endswith(":"):
+            names.add(parts[7].split("@")[0])
+    return names
+
+
+def assert_call_sites(binary: Path, debug: Path) -> collections.Counter:
+    """Areas of the call sites of __assert_fail in binary's code.
+
+    assert() compiles to such a call only without NDEBUG. Each call site is
+    attributed to its outermost source location (addr2line -i, last frame).
+    """
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)],
+                         capture_output=True, text=True, errors="replace").stdout
+    addrs = [("0x" + line.split(":", 1)[0].strip()) for line in dis.splitlines()
+             if "call" in line and "<__assert_fail@plt>" in line]
+    areas = collections.Counter()
+    if not addrs:
+        return areas
+    r = subprocess.run(["addr2line", "-a", "-i", "-e", str(debug)], input="\n".join(addrs) + "\n",
+                       capture_output=True, text=True, errors="replace")
+    groups: list[list[str]] = []
+    for line in r.stdout.splitlines():
+        if line.startswith("0x"):
+            groups.append([])
+        elif groups:
+            groups[-1].append(line.strip())
+    for g in groups:
+        where = g[-1].split(":")[0] if g else "??"
+        areas["other" if where.startswith("??") else area_of(where)] += 1
+    return areas
+
+
+def has_text(path: Path) -> bool:
+    for line in readelf("-S", str(path)).splitlines():
+        if re.search(r"\s\.text\s", line):
+            return "NOBITS" not in line
+    return False
+
+
+def audit_elfs(elfs: list[dict], rules: dict | None = None) -> dict:
+    rules = rules or load_toml(RULES)
+    opt_areas, allowed = rules["optimisation"]["areas"], rules["optimisation"]["allowed"]
+    nd_areas, nd_symbols = rules["ndebug"]["areas"], rules["ndebug"]["symbols"]
+    problems, binaries = [], []
+    areas: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    audited = 0
+    for e in elfs:
+        entry = {"label": e["label"], "build_id": e["build_id"]}
+        binaries.append(entry)
+        if e["debug"] is None:
+            entry["status"] = "no DWARF (give its -dbg or dbgsym package)"
+            continue
+        units = compile_units(e["debug"])
+        audited += 1
+        entry["units"] = len(units)
+        per: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+        bad = []
+        for u in units:
+            lang = u["producer"].split(" ")[1] if u["producer"].startswith("GNU ") else u["producer"][:12]
+            area = area_of(u["name"])
+            if not u["producer"].startswith(("GNU C", "clang")):
+                per[area][f"({lang or 'no producer'})"] += 1
+                continue
+            lvl = opt_level(u["producer"])
+            per[area][lvl] += 1
+            if in_areas(area, opt_areas) and lvl not in allowed:
+                bad.append(f"{u['name']} ({lvl})")
+        for area, c in per.items():
+            areas[area].update(c)
+        entry["areas"] = {a: dict(c) for a, c in sorted(per.items())}
+        if bad:
+            problems.append(f"{e['label']}: {len(bad)} Ceph/RocksDB compile unit(s) without -O2, e.g. {bad[0]}")
+        unreadable = sum(c for a, cnt in per.items() if in_areas(a, opt_areas)
+                         for k, c in cnt.items() if k.startswith("("))
+        if unreadable:
+            problems.append(f"{e['label']}: {unreadable} compile unit(s) whose producer could not be read")
+        syms = symbols(e["debug"])
+        hits = sorted(n for n in nd_symbols if n in syms)
+        if hits:
+            problems.append(f"{e['label']}: built without -DNDEBUG: {hits[0]} is compiled in")
+        entry["ndebug_only_symbols"] = hits
+        if has_text(e["path"]):
+            sites = assert_call_sites(e["path"], e["debug"])
+            entry["assert_sites"] = dict(sites.most_common())
+            for area, n in sites.items():
+                if in_areas(area, nd_areas):
+                    problems.append(f"{e['label']}: {area} built without -DNDEBUG: {n} assert() call site(s)")
+        else:
+            entry["assert_sites"] = None  # only the debug file was given: no code to disassemble
+    return {"schema": 1, "ok": audited > 0 and not problems, "audited": audited, "problems": problems,
+            "areas": {a: dict(c) for a, c in sorted(areas.items())}, "binaries": binaries}
+
+
+def render_markdown(r: dict) -> str:
+    lines = ["# Flag audit of built binaries (DW_AT_producer)", "",
+             "| area | compile units | -O levels seen |", "|---|---|---|"]
+    for area, c in r["areas"].items():
+        total = sum(c.values())
+        seen = ", ".join(f"{k} ×{v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]))
+        lines.append(f"| {area} | {total} | {seen} |")
+    lines += ["", "| binary | units | assert() call sites by area (compiled in only without -DNDEBUG) | NDEBUG-only symbols |",
+              "|---|---|---|---|"]
+    for b in r["binaries"]:
+        if "status" in b:
+            lines.append(f"| {b['label']} | - | {b['status']} | - |")
+            continue
+        sites = b.get("assert_sites")
+        if sites is None:
+            shown = "not checked (no code given)"
+        else:
+            shown = ", ".join(f"{a} {n}" for a, n in sites.items()) or "none"
+        syms = ", ".join(b["ndebug_only_symbols"]) or "none"
+        lines.append(f"| {b['label']} | {b['units']} | {shown} | {syms} |")
+    lines += ["", "Result: " + ("PASS" if r["ok"] else "FAIL"), ""]
+    lines += [f"- {p}" for p in r["problems"]]
+    return "\n".join(lines) + "\n"
