@@ -136,7 +136,8 @@ class Root:
         may write into it (a configure in a source tree) without changing it.
         """
         lower = self.ensure_extracted()
-        rundir = Path(tempfile.mkdtemp(prefix="run-", dir=self.dir))
+        _remove_stale_rundirs(self.dir)
+        rundir = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=self.dir))
         binds = [REPO, cache_dir(), *binds]
         cwd = cwd or Path.cwd()
         if not any(cwd == b or b in cwd.parents for b in binds):
@@ -153,19 +154,49 @@ class Root:
         # namespace (with every mount in it) goes away.
         cmd = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
                sys.executable, "-c", ENTER, json.dumps(spec)]
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN) if not interactive else None
+        popen_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                     "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
         try:
-            proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT if stdout else None, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                                              "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
-            while True:
+            # Non-interactive runs get their own session: an interrupt reaches
+            # this process, which then stops the whole run (below). An
+            # interactive shell stays in the terminal's foreground group.
+            proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT if stdout else None,
+                                    env=popen_env, start_new_session=not interactive,
+                                    preexec_fn=_die_with_parent)
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                # Ctrl-C, SIGTERM or SIGHUP: stop the run's whole process group,
+                # then make sure its PID 1 is gone (taking the namespaces along).
+                if not interactive:
+                    os.killpg(proc.pid, signal.SIGTERM)
                 try:
-                    return proc.wait()
-                except KeyboardInterrupt:
-                    proc.send_signal(signal.SIGTERM)
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                raise
         finally:
-            if old is not None:
-                signal.signal(signal.SIGINT, old)
             rmtree(rundir)
+
+
+def _remove_stale_rundirs(roots: Path) -> None:
+    """Overlay scratch of runs whose stage process was killed outright."""
+    for d in roots.glob("run-*-*"):
+        try:
+            os.kill(int(d.name.split("-")[1]), 0)
+        except (ValueError, ProcessLookupError):
+            rmtree(d)
+        except PermissionError:
+            pass
+
+
+def _die_with_parent():
+    """If the stage process dies, even by SIGKILL, unshare gets SIGKILL, and its
+    --kill-child takes the run's PID 1 and so the whole namespace with it."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 # Runs as PID 1 of the new namespaces: mount, chroot, run, report.
@@ -201,11 +232,15 @@ except OSError:
 def enter():
     os.chroot(merged)
     os.chdir(spec["cwd"])
-child = subprocess.Popen(spec["argv"], env=spec["env"], preexec_fn=enter)
+# Handlers go in before the command starts, so that it starts with default
+# dispositions (an ignored signal would be inherited across exec).
+child = None
 def forward(signum, frame):
-    child.send_signal(signum)
+    if child is not None:
+        child.send_signal(signum)
 for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
     signal.signal(s, forward)
+child = subprocess.Popen(spec["argv"], env=spec["env"], preexec_fn=enter)
 rc = child.wait()
 subprocess.run(["umount", "-R", "-l", merged])
 sys.exit(rc if rc >= 0 else 128 - rc)

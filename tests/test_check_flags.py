@@ -1,0 +1,39 @@
+"""ci/check-flags on the real tree: (a) and (b) pass, (c) and Debian's own rules fail for the right reason."""
+import json
+import unittest
+
+from tests.helpers import REPO, run_stage
+
+REPORT = REPO / "build" / "reports" / "flags" / "report.json"
+
+
+def case(report, name):
+    return next(c for c in report["cases"] if c["case"] == name)
+
+
+class CheckFlagsTest(unittest.TestCase):
+    def test_release_cases_pass_and_prefix_fixture_fails(self):
+        r = run_stage("check-flags", "a", "b", "c", timeout=1800)
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+        report = json.loads(REPORT.read_text())
+        self.assertTrue(case(report, "a")["ok"], case(report, "a")["problems"])
+        self.assertTrue(case(report, "b")["ok"], case(report, "b")["problems"])
+        c = case(report, "c")
+        self.assertTrue(c["ran"])
+        self.assertFalse(c["ok"])
+        problems = " ".join(c["problems"])
+        self.assertIn("RocksDB lacks -O2", problems)
+        self.assertIn("RocksDB lacks -DNDEBUG", problems)
+        self.assertIn("RocksDB lacks -O2", r.stdout)
+
+    def test_debians_rules_fail_naming_ndebug(self):
+        r = run_stage("check-flags", "a-debian", timeout=1800)
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+        d = case(json.loads(REPORT.read_text()), "a-debian")
+        self.assertTrue(d["ran"])
+        self.assertFalse(d["ok"])
+        self.assertIn("Ceph lacks -DNDEBUG", " ".join(d["problems"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
