@@ -13,7 +13,7 @@ def case(report, name):
 
 class CheckFlagsTest(unittest.TestCase):
     def test_release_cases_pass_and_prefix_fixture_fails(self):
-        r = run_stage("check-flags", "a", "b", "c", timeout=1800)
+        r = run_stage("check-flags", "--force", "a", "b", "c", timeout=1800)
         self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
         report = json.loads(REPORT.read_text())
         self.assertTrue(case(report, "a")["ok"], case(report, "a")["problems"])
@@ -27,7 +27,7 @@ class CheckFlagsTest(unittest.TestCase):
         self.assertIn("RocksDB lacks -O2", r.stdout)
 
     def test_debians_rules_fail_naming_ndebug(self):
-        r = run_stage("check-flags", "a-debian", timeout=1800)
+        r = run_stage("check-flags", "--force", "a-debian", timeout=1800)
         self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
         d = case(json.loads(REPORT.read_text()), "a-debian")
         self.assertTrue(d["ran"])
