@@ -1,4 +1,5 @@
 """The pins themselves: well-formed, and our version sorts above Debian's."""
+import re
 import subprocess
 import sys
 import unittest
@@ -29,14 +30,15 @@ class PinsTest(unittest.TestCase):
         self.assertEqual(top, self.pins["ours"]["version"])
 
     def test_no_mirror_host_is_written_in_the_repo(self):
+        # Assembled from parts so that this file does not name one either.
+        mirror = re.compile(r"\b(deb|ftp|security|snapshot|httpredir|cdn-aws)\." + "debian" + r"\.(org|net)\b")
         files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True).stdout.split()
+        self.assertTrue(files)
         for f in files:
             p = REPO / f
-            if p.is_file() and p.suffix not in (".png",):
-                text = p.read_text(errors="replace")
-                for host in ("deb.debian.org", "ftp.debian.org", "security.debian.org", "snapshot.debian.org"):
-                    self.assertNotIn(host, text, f"{f} names a mirror host")
-
+            if p.is_file():
+                m = mirror.search(p.read_text(errors="replace"))
+                self.assertIsNone(m, f"{f} names a mirror host: {m and m.group(0)}")
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,119 @@
+"""Turning profiles, variants, sides and overrides into rounds run inside the runtime root."""
+from __future__ import annotations
+
+import configparser
+import json
+import socket
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(BENCH.parent / "ci" / "lib"))
+from cephperf.common import StageError, EXIT_ERROR, cache_dir, load_toml, log, rmtree  # noqa: E402
+from cephperf.roots import Root  # noqa: E402
+
+NODE = BENCH / "lib" / "node.py"
+
+
+def load_profile(name: str, variant: str) -> dict:
+    path = BENCH / "profiles" / f"{name}.toml"
+    if not path.exists():
+        known = sorted(p.stem for p in (BENCH / "profiles").glob("*.toml") if p.stem != "variants")
+        raise StageError(f"no profile {name!r} (bench/profiles/{name}.toml); known: {', '.join(known)}", EXIT_ERROR)
+    prof = load_toml(path)
+    variants = load_toml(BENCH / "profiles" / "variants.toml")
+    if variant not in variants:
+        raise StageError(f"no variant {variant!r} in bench/profiles/variants.toml; known: {', '.join(variants)}", EXIT_ERROR)
+    var = variants[variant]
+    if var.get("writes_only") and prof["bench"]["mode"] != "write":
+        raise StageError(f"variant {variant!r} only writes (reads of mocked objects hang); "
+                         f"profile {name!r} reads: choose a write profile", EXIT_ERROR)
+    prof["name"], prof["variant"], prof["conf"] = name, variant, var.get("conf", {})
+    return prof
+
+
+def read_conf_file(path: Path | None) -> dict:
+    """A ceph.conf-style file as {section: {key: value}}."""
+    if path is None:
+        return {}
+    cp = configparser.ConfigParser(interpolation=None, strict=False)
+    cp.optionxform = str
+    try:
+        with open(path) as f:
+            cp.read_file(f)
+    except FileNotFoundError:
+        raise StageError(f"{path}: no such file", EXIT_ERROR)
+    except configparser.Error as e:
+        raise StageError(f"{path}: not a ceph.conf-style file: {e}", EXIT_ERROR)
+    return {s: dict(cp[s]) for s in cp.sections()}
+
+
+def merge_conf(*layers: dict) -> dict:
+    out: dict = {}
+    for layer in layers:
+        for section, values in layer.items():
+            out.setdefault(section, {}).update(values)
+    return out
+
+
+def parse_source(src: str) -> dict:
+    """What a side runs: Debian's stock packages, .debs over them, an apt repo, or a dev build."""
+    if src == "debian":
+        return {"source": "debian"}
+    if src.startswith(("deb ", "deb[")):
+        return {"source": src, "apt_source": src}
+    p = Path(src).resolve()
+    if p.is_dir() and (p / "ceph-osd").is_file():
+        lib = p / "lib"
+        return {"source": str(p), "osd_binary": str(p / "ceph-osd"),
+                "ld_library_path": str(lib) if lib.is_dir() else "", "bind": str(p)}
+    if p.is_dir() and list(p.glob("*.deb")):
+        return {"source": str(p), "debs": [str(d) for d in sorted(p.glob("*.deb"))], "bind": str(p)}
+    raise StageError(f"--packages/--baseline/--candidate {src!r}: expected 'debian', a directory of .debs, "
+                     f"a directory holding a built ceph-osd, or an apt line 'deb [trusted=yes] URL trixie main'",
+                     EXIT_ERROR)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int | None,
+               stall: int, progress: bool) -> dict:
+    bench = dict(prof["bench"])
+    if seconds:
+        bench["seconds"] = seconds
+        if "prefill_seconds" in bench:
+            bench["prefill_seconds"] = min(bench["prefill_seconds"], seconds)
+    return {
+        "state_dir": str(state_dir), "port": free_port(), "v1_port": free_port(),
+        "device_gib": prof["device"]["size_gib"], "conf": conf, "bench": bench,
+        "osd_binary": side.get("osd_binary"), "ld_library_path": side.get("ld_library_path"),
+        "debs": side.get("debs"), "apt_source": side.get("apt_source"),
+        "stall_seconds": stall, "perf": True, "progress": progress,
+    }
+
+
+def run_node(command: str, spec: dict, binds: list[str]) -> dict:
+    """Run node.py inside a fresh runtime root; its namespaces end with it."""
+    state = Path(spec["state_dir"])
+    rmtree(state)
+    state.mkdir(parents=True)
+    (state / "spec.json").write_text(json.dumps(spec, indent=2))
+    root = Root("runtime")
+    rc = root.run(["python3", str(NODE), command, str(state / "spec.json")],
+                  binds=[Path(b) for b in binds if b])
+    try:
+        rec = json.loads((state / "round.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        rec = {"ok": False, "error": f"the round ended (exit {rc}) without a record; see {state}"}
+    return rec
+
+
+def runs_dir() -> Path:
+    d = cache_dir() / "bench" / "runs" / time.strftime("%Y%m%dT%H%M%S")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
