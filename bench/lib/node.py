@@ -252,7 +252,8 @@ class Cluster:
             rec.update(osd_cpu_seconds=round(cpu, 3),
                        osd_cpu_us_per_op=round(cpu / ops * 1e6, 3) if ops else None,
                        osd_peak_rss_mib=round((self.osd_peak_rss_kib() or 0) / 1024, 1))
-            rec.update(perf_counts(perf_out, ops) if perf_out else {"perf": "not requested"})
+            if perf_out:
+                rec.update(perf_counts(perf_out, ops))
         else:
             sh(*self.rados, "cleanup", "--run-name", "ceph-perf", timeout=1800)
         self.check_alive()
@@ -343,8 +344,8 @@ def main():
         else:
             rec = cluster.run_profile()
             result.update(rec, ok=True)
-            if not spec.get("perf"):
-                result.setdefault("perf", result.pop("perf_note", "perf stat not available"))
+            if "perf" not in result:
+                result["perf"] = result.pop("perf_note", "perf stat not requested")
     except GateError as e:
         result["error"] = str(e)
     except KeyboardInterrupt:

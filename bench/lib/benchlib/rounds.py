@@ -17,7 +17,8 @@ NODE = BENCH / "lib" / "node.py"
 
 
 def load_profile(name: str, variant: str) -> dict:
-    path = BENCH / "profiles" / f"{name}.toml"
+    """A profile by name (bench/profiles/NAME.toml) or by path to a .toml file."""
+    path = Path(name) if name.endswith(".toml") else BENCH / "profiles" / f"{name}.toml"
     if not path.exists():
         known = sorted(p.stem for p in (BENCH / "profiles").glob("*.toml") if p.stem != "variants")
         raise StageError(f"no profile {name!r} (bench/profiles/{name}.toml); known: {', '.join(known)}", EXIT_ERROR)
@@ -29,7 +30,7 @@ def load_profile(name: str, variant: str) -> dict:
     if var.get("writes_only") and prof["bench"]["mode"] != "write":
         raise StageError(f"variant {variant!r} only writes (reads of mocked objects hang); "
                          f"profile {name!r} reads: choose a write profile", EXIT_ERROR)
-    prof["name"], prof["variant"], prof["conf"] = name, variant, var.get("conf", {})
+    prof["name"], prof["variant"], prof["conf"] = path.stem, variant, var.get("conf", {})
     return prof
 
 
