@@ -33,6 +33,7 @@ def effective(args: list[str]) -> dict:
         "stack_protector": any(a.startswith("-fstack-protector") for a in args),
         "fortify": any(a.startswith("-D_FORTIFY_SOURCE=") and a[-1] in "23" for a in args),
         "native": [a for a in args if a in ("-march=native", "-mtune=native", "-mcpu=native")],
+        "portable": "-DROCKSDB_PORTABLE" in args,
     }
 
 
@@ -56,7 +57,7 @@ def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
         if not srcs:
             problems.append(f"{area}: no C/C++ compile commands found")
             return
-        bad_opt, bad_ndebug, native, unhardened = [], [], [], []
+        bad_opt, bad_ndebug, native, unhardened, not_portable = [], [], [], [], []
         for x in srcs:
             e = effective(args_of(x))
             if e["opt"] not in ("-O2", "-O3"):
@@ -65,6 +66,8 @@ def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
                 bad_ndebug.append(x["file"])
             if e["native"]:
                 native.append(x["file"])
+            if area == "RocksDB" and not e["portable"]:
+                not_portable.append(x["file"])
             if require_hardening and not (e["stack_protector"] and e["fortify"]):
                 unhardened.append(x["file"])
             for probe in probes:
@@ -78,6 +81,9 @@ def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
             problems.append(f"{area} lacks -DNDEBUG: {len(bad_ndebug)} of {n} compile commands (e.g. {bad_ndebug[0]})")
         if native:
             problems.append(f"{area}: -march/-mtune=native in {len(native)} commands: packages must run on any x86-64")
+        if not_portable:
+            problems.append(f"{area}: built with PORTABLE=OFF (no -DROCKSDB_PORTABLE) in {len(not_portable)} commands: "
+                            "packages must run on any x86-64")
         if unhardened:
             problems.append(f"{area}: dpkg hardening flags missing in {len(unhardened)} of {n} commands (e.g. {unhardened[0]})")
         return n
