@@ -81,7 +81,12 @@ def svg_chart(rep: dict) -> str:
         def py(v):
             return 30 + ph - pad - (v - lo) / (hi - lo) * (ph - 2 * pad)
 
-        out.append(f'<text x="{x0 + pad}" y="44">{html.escape(LABELS.get(m, m))}</text>')
+        rule = next((r for r in rep["judgement"]["rules"] if r["metric"] == m), {})
+        ratio = (f' — candidate/baseline {rule["ratio"]:.3f} [{rule["ci"][0]:.3f}, {rule["ci"][1]:.3f}]'
+                 if rule.get("ci") else "")
+        out.append(f'<text x="{x0 + pad}" y="44">{html.escape(LABELS.get(m, m) + ratio)}</text>')
+        for rnd in range(1, n + 1):
+            out.append(f'<text x="{px(rnd) - 3:.1f}" y="{py(lo) + 14:.1f}" font-size="10">{rnd}</text>')
         out.append(f'<line x1="{x0 + pad}" y1="{py(lo)}" x2="{x0 + pw - pad}" y2="{py(lo)}" stroke="#888"/>')
         out.append(f'<line x1="{x0 + pad}" y1="{py(lo)}" x2="{x0 + pad}" y2="{py(hi)}" stroke="#888"/>')
         for frac in (0, 0.5, 1):
@@ -95,7 +100,7 @@ def svg_chart(rep: dict) -> str:
                 med = statistics.median(v for _, v in pts)
                 out.append(f'<line x1="{x0 + pad}" y1="{py(med):.1f}" x2="{x0 + pw - pad}" y2="{py(med):.1f}" '
                            f'stroke="{colour}" stroke-dasharray="5,4"/>')
-        out.append(f'<text x="{x0 + pad}" y="{30 + ph - pad + 18}" font-size="10">round</text>')
+        out.append(f'<text x="{x0 + pw / 2 - 15}" y="{30 + ph - pad + 28}" font-size="10">round</text>')
     lx = 10
     for side, colour in COLOURS.items():
         out.append(f'<circle cx="{lx + 6}" cy="{height - 12}" r="4" fill="{colour}"/>'
