@@ -60,7 +60,7 @@ def markdown(rep: dict) -> str:
 def svg_chart(rep: dict) -> str:
     metrics = [r["metric"] for r in rep["judgement"]["rules"]]
     recs = rep["records"]
-    pw, ph, pad = 420, 260, 50
+    pw, ph, pad = 500, 260, 50
     width, height = pw * len(metrics) + 20, ph + 60
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="sans-serif" font-size="12">',
