@@ -335,7 +335,7 @@ def main():
         install_packages(spec)
         if spec.get("perf") and not perf_supported():
             spec["perf"] = False
-            result["perf_note"] = "perf stat: cycles not supported on this machine"
+            result["perf_note"] = "cycles not supported on this machine"
         if cmd != "external":
             cluster.up()
         if cmd == "serve":
