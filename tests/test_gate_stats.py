@@ -43,6 +43,11 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual(cpu["verdict"], "regression")
         self.assertFalse(j["ok"])
 
+    def test_one_round_per_side_is_not_judged(self):
+        j = judge(rounds([6000], [3000], [150], [300]), RULES)
+        self.assertFalse(j["judged"])
+        self.assertTrue(all(r["verdict"].startswith("not judged") for r in j["rules"]))
+
     def test_missing_metric_is_not_a_pass(self):
         recs = [{"side": "baseline", "iops": 1}, {"side": "candidate", "iops": 1}]
         self.assertFalse(judge(recs, RULES)["ok"])

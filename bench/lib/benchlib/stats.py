@@ -25,6 +25,7 @@ def judge(records: list[dict], rules: dict) -> dict:
     """Apply the rules to per-round records of both sides."""
     st = rules.get("stats", {})
     conf, n, seed = st.get("confidence", 0.95), st.get("resamples", 4000), st.get("seed", 1)
+    min_rounds = st.get("min_rounds", 3)
     metrics, verdicts = {}, []
     for rule in rules["rule"]:
         m = rule["metric"]
@@ -36,6 +37,13 @@ def judge(records: list[dict], rules: dict) -> dict:
         bm, cm = statistics.median(base), statistics.median(cand)
         ratio = cm / bm if bm else float("inf")
         lo, hi = bootstrap_ratio_ci(base, cand, conf, n, seed)
+        metrics[m] = {"baseline_median": bm, "candidate_median": cm, "ratio": ratio, "ci": [lo, hi],
+                      "rounds": [len(base), len(cand)]}
+        if min(len(base), len(cand)) < min_rounds:
+            # One or two rounds give no interval worth the name: noise would decide.
+            verdicts.append({**rule, "ratio": ratio, "ci": [lo, hi], "ok": True,
+                             "verdict": f"not judged: fewer than {min_rounds} rounds per side"})
+            continue
         tol = rule["tolerance"]
         if rule["better"] == "higher":
             regressed = hi < 1 - tol
@@ -45,8 +53,7 @@ def judge(records: list[dict], rules: dict) -> dict:
             inconclusive = not regressed and hi > 1 + tol
         verdict = "regression" if regressed else ("pass (inconclusive: the interval crosses the threshold)"
                                                   if inconclusive else "pass")
-        metrics[m] = {"baseline_median": bm, "candidate_median": cm, "ratio": ratio, "ci": [lo, hi],
-                      "rounds": [len(base), len(cand)]}
         verdicts.append({**rule, "ratio": ratio, "ci": [lo, hi], "verdict": verdict, "ok": not regressed})
     return {"metrics": metrics, "rules": verdicts, "confidence": conf,
+            "judged": not any(v["verdict"].startswith("not judged") for v in verdicts),
             "ok": all(v["ok"] for v in verdicts)}

@@ -5,6 +5,7 @@ readelf does the DWARF decoding: only the compilation-unit DIEs are dumped
 """
 from __future__ import annotations
 
+import bisect
 import collections
 import os
 import re
@@ -103,13 +104,16 @@ def compile_units(path: Path) -> list[dict]:
     """[{name, producer}] for every compile unit (dwz partial units skipped)."""
     proc = subprocess.Popen(["readelf", "-W", "--debug-dump=info", "--dwarf-depth=1", str(path)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace")
-    units, cur = [], None
+    units, cur, offset = [], None, None
     # "DW_AT_producer : (strp) (offset: 0x2d716c): GNU C++20 ..." and older
     # "(indirect string, offset: 0x..): ..." forms; the value follows the parentheses.
     value = re.compile(r"DW_AT_(producer|name|comp_dir)\s*:\s*(?:\([^)]*\)\s*)*:?\s*(.*)$")
     for line in proc.stdout:
-        if "DW_TAG_compile_unit" in line:
-            cur = {"name": "", "producer": "", "comp_dir": ""}
+        m = re.match(r"\s*Compilation Unit @ offset (0x[0-9a-f]+|0):", line)
+        if m:
+            offset = int(m.group(1), 16)
+        elif "DW_TAG_compile_unit" in line:
+            cur = {"name": "", "producer": "", "comp_dir": "", "offset": offset}
             units.append(cur)
         elif "DW_TAG_" in line:
             cur = None
@@ -138,30 +142,46 @@ def symbols(path: Path) -> set[str]:
     return names
 
 
-def assert_call_sites(binary: Path, debug: Path) -> collections.Counter:
-    """Areas of the call sites of __assert_fail in binary's code.
+def cu_ranges(debug: Path) -> list[tuple[int, int, int]]:
+    """[(start, end, CU offset in .debug_info)] from .debug_aranges, sorted."""
+    ranges, cu = [], None
+    for line in readelf("--debug-dump=aranges", str(debug)).splitlines():
+        m = re.match(r"\s*Offset into \.debug_info:\s*(0x[0-9a-f]+|\d+)", line)
+        if m:
+            cu = int(m.group(1), 0)
+            continue
+        m = re.match(r"\s*([0-9a-f]{8,})\s+([0-9a-f]{8,})\s*$", line)
+        if m and cu is not None:
+            start, length = int(m.group(1), 16), int(m.group(2), 16)
+            if length:
+                ranges.append((start, start + length, cu))
+    ranges.sort()
+    return ranges
 
-    assert() compiles to such a call only without NDEBUG. Each call site is
-    attributed to its outermost source location (addr2line -i, last frame).
+
+def assert_call_sites(binary: Path, debug: Path, units: list[dict]) -> collections.Counter:
+    """Areas of the compile units holding call sites of __assert_fail.
+
+    assert() compiles to such a call only without NDEBUG, so a unit with one
+    was compiled without it, whether the assert sits in its own source or in a
+    header it inlined. Units are found by address through .debug_aranges.
     """
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)],
                          capture_output=True, text=True, errors="replace").stdout
-    addrs = [("0x" + line.split(":", 1)[0].strip()) for line in dis.splitlines()
+    addrs = [int(line.split(":", 1)[0].strip(), 16) for line in dis.splitlines()
              if "call" in line and "<__assert_fail@plt>" in line]
     areas = collections.Counter()
     if not addrs:
         return areas
-    r = subprocess.run(["addr2line", "-a", "-i", "-e", str(debug)], input="\n".join(addrs) + "\n",
-                       capture_output=True, text=True, errors="replace")
-    groups: list[list[str]] = []
-    for line in r.stdout.splitlines():
-        if line.startswith("0x"):
-            groups.append([])
-        elif groups:
-            groups[-1].append(line.strip())
-    for g in groups:
-        where = g[-1].split(":")[0] if g else "??"
-        areas["other" if where.startswith("??") else area_of(where)] += 1
+    ranges = cu_ranges(debug)
+    starts = [r[0] for r in ranges]
+    area_by_cu = {u["offset"]: area_of(u["name"]) for u in units}
+    for a in addrs:
+        i = bisect.bisect_right(starts, a) - 1
+        if i >= 0 and ranges[i][0] <= a < ranges[i][1]:
+            areas[area_by_cu.get(ranges[i][2], "other")] += 1
+        else:
+            areas["(no compile unit)"] += 1
     return areas
 
 
@@ -215,7 +235,7 @@ def audit_elfs(elfs: list[dict], rules: dict | None = None) -> dict:
             problems.append(f"{e['label']}: built without -DNDEBUG: {hits[0]} is compiled in")
         entry["ndebug_only_symbols"] = hits
         if has_text(e["path"]):
-            sites = assert_call_sites(e["path"], e["debug"])
+            sites = assert_call_sites(e["path"], e["debug"], units)
             entry["assert_sites"] = dict(sites.most_common())
             for area, n in sites.items():
                 if in_areas(area, nd_areas):
@@ -233,7 +253,7 @@ def render_markdown(r: dict) -> str:
         total = sum(c.values())
         seen = ", ".join(f"{k} ×{v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]))
         lines.append(f"| {area} | {total} | {seen} |")
-    lines += ["", "| binary | units | assert() call sites by area (compiled in only without -DNDEBUG) | NDEBUG-only symbols |",
+    lines += ["", "| binary | units | assert() call sites, by area of the compile unit holding them (none under -DNDEBUG) | NDEBUG-only symbols |",
               "|---|---|---|---|"]
     for b in r["binaries"]:
         if "status" in b:
