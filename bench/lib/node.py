@@ -33,7 +33,10 @@ class GateError(Exception):
 
 
 def sh(*cmd, timeout=120, check=True, **kw):
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
+    try:
+        r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired:
+        raise GateError(f"{' '.join(map(str, cmd[:6]))} did not finish within {timeout} s")
     if check and r.returncode != 0:
         raise GateError(f"{' '.join(map(str, cmd))} failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-800:]}")
     return r
@@ -130,9 +133,17 @@ class Cluster:
         self.ceph("osd", "pool", "set", "bench", "size", "1", "--yes-i-really-mean-it")
         self.ceph("osd", "pool", "application", "enable", "bench", "rados")
         # A write blocks until the pool's PG is active: the wait is the write itself.
-        sh("rados", "-c", self.conf, "-p", "bench", "put", "ceph-perf-probe", self.conf, timeout=180)
+        try:
+            sh("rados", "-c", self.conf, "-p", "bench", "put", "ceph-perf-probe", self.conf, timeout=180)
+        except GateError as e:
+            raise GateError(f"the pool never became writable: {e}; {self.cause()}")
         sh("rados", "-c", self.conf, "-p", "bench", "rm", "ceph-perf-probe", timeout=60)
         self.check_alive()
+        # Options that only work once the OSD is up (the IO-mock switches: with
+        # them set from mkfs on, the pool never becomes active).
+        for k, v in self.spec.get("runtime_conf", {}).get("osd", {}).items():
+            self.ceph("tell", "osd.0", "config", "set", k, str(v).lower() if isinstance(v, bool) else str(v))
+            log(f"osd.0: {k} = {v} set at run time")
         log(f"cluster up: mon v2 127.0.0.1:{port}, osd.0 ({self.osd_bin}), {self.spec['device_gib']} GiB device")
 
     def check_alive(self):
@@ -151,9 +162,10 @@ class Cluster:
 
     def cause(self, name="osd.0"):
         tail = "\n".join(self.log_tail(name, 40))
-        if re.search(r"No space left|ENOSPC|out of space|_do_alloc_write failed|allocat\w* failed|full", tail, re.I):
-            kind = "OSD full (out of space)"
-        elif re.search(r"Caught signal|abort|FAILED ceph_assert|unexpected error", tail):
+        aborted = re.search(r"Caught signal|ceph_abort|abort\(\)|FAILED ceph_assert|unexpected error", tail)
+        if re.search(r"No space left|ENOSPC|\(28\)|_do_alloc_write failed|allocate failed|failsafe full", tail, re.I):
+            kind = "OSD full (out of space)" + (", aborted" if aborted else "")
+        elif aborted:
             kind = "OSD aborted"
         else:
             kind = "OSD stopped"
@@ -350,6 +362,8 @@ def main():
         result["error"] = str(e)
     except KeyboardInterrupt:
         result["error"] = "interrupted"
+    except Exception as e:  # a bug here must still end the round with a record
+        result["error"] = f"internal error in node.py: {type(e).__name__}: {e}"
     finally:
         cluster.down()
         tmp = state / "round.json.tmp"
