@@ -68,13 +68,15 @@ class BuildRootTest(unittest.TestCase):
         with tempfile.TemporaryDirectory(dir=CI.parent / "build") as tmp:
             fifo = Path(tmp) / "ready"
             os.mkfifo(fifo)
-            workload = f"sleep 599.{os.getpid()}"  # unique, so that pgrep finds only ours
-            proc = subprocess.Popen([str(CI / "buildroot"), "run", "--", "sh", "-c",
-                                     f"echo ready > {fifo}; exec {workload}"],
+            # The workload says "ready" itself, after exec: once the fifo yields, its
+            # command line is final and it can be found in /proc.
+            workload = ["python3", "-c", "import sys, time; f = open(sys.argv[1], 'w'); f.write('ready'); "
+                        "f.close(); time.sleep(600)", str(fifo)]
+            proc = subprocess.Popen([str(CI / "buildroot"), "run", "--", *workload],
                                     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             with open(fifo) as f:  # blocks until the command inside the root has started
                 self.assertEqual(f.read().strip(), "ready")
-            pids = pids_running(workload.split())
+            pids = pids_running(workload)
             self.assertEqual(len(pids), 1)
             inside = Path(f"/proc/{pids[0]}/mounts").read_text()
             self.assertIn("overlay", inside, "the run sees its overlay root")
@@ -83,7 +85,7 @@ class BuildRootTest(unittest.TestCase):
             os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
             proc.wait(timeout=120)
         self.assertEqual(run_mounts(), [])
-        self.assertEqual(pids_running(workload.split()), [], "the command inside the root must not outlive the run")
+        self.assertEqual(pids_running(workload), [], "the command inside the root must not outlive the run")
 
 
 if __name__ == "__main__":
