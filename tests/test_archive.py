@@ -1,5 +1,4 @@
 """Re-pointing the host's deb entries at trixie, for deb822 and one-line sources."""
-import os
 import sys
 import tempfile
 import unittest

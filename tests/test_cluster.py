@@ -2,10 +2,13 @@
 import os
 import signal
 import subprocess
+import sys
 import unittest
-from pathlib import Path
 
 from tests.helpers import REPO
+
+sys.path.insert(0, str(REPO / "ci" / "lib"))
+from cephperf.common import cache_dir  # noqa: E402
 from tests.test_gate import our_daemons
 from tests.test_buildroot import run_mounts
 
@@ -36,8 +39,7 @@ class ClusterTest(unittest.TestCase):
 
     def test_up_recovers_after_the_holder_was_killed(self):
         self.assertEqual(cluster("up", "--name", NAME).returncode, 0)
-        state = Path("/var/cache/ceph-perf/bench/clusters") if not os.environ.get("CEPH_PERF_CACHE") else \
-            Path(os.environ["CEPH_PERF_CACHE"]) / "bench" / "clusters"
+        state = cache_dir() / "bench" / "clusters"
         pid = int((state / NAME / "holder.pid").read_text())
         os.kill(pid, signal.SIGKILL)  # a crash: no cleanup code runs in the holder
         r = cluster("up", "--name", NAME)

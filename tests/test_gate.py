@@ -13,7 +13,7 @@ import unittest
 from pathlib import Path
 
 from tests.helpers import REPO
-from tests.test_buildroot import pids_running, run_mounts
+from tests.test_buildroot import run_mounts
 
 GATE = REPO / "bench" / "gate"
 

@@ -41,11 +41,22 @@ def build_id(path: Path) -> str | None:
     return m.group(1) if m else None
 
 
-def has_dwarf(path: Path) -> bool:
+def sections(path: Path) -> dict[str, str]:
+    """{section name: type} from one `readelf -S`."""
+    out = {}
     for line in readelf("-S", str(path)).splitlines():
-        if re.search(r"\s\.z?debug_info\s", line) and "NOBITS" not in line:
-            return True
-    return False
+        m = re.match(r"\s*\[\s*\d+\]\s+(\S+)\s+(\S+)", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def has_dwarf(secs: dict[str, str]) -> bool:
+    return any(secs.get(n, "NOBITS") != "NOBITS" for n in (".debug_info", ".zdebug_info"))
+
+
+def has_text(secs: dict[str, str]) -> bool:
+    return secs.get(".text", "NOBITS") != "NOBITS"
 
 
 def collect_elfs(inputs: list[Path], workdir: Path) -> list[dict]:
@@ -67,7 +78,8 @@ def collect_elfs(inputs: list[Path], workdir: Path) -> list[dict]:
             raise StageError(f"{item}: neither an ELF file nor a .deb", EXIT_ERROR)
     for e in found:
         e["build_id"] = build_id(e["path"])
-        e["dwarf"] = has_dwarf(e["path"])
+        e["sections"] = sections(e["path"])
+        e["dwarf"] = has_dwarf(e["sections"])
         e["is_debug_file"] = "/usr/lib/debug/" in e["label"]
     debug_by_id = {e["build_id"]: e for e in found if e["is_debug_file"] and e["dwarf"] and e["build_id"]}
     out, used = [], set()
@@ -185,13 +197,6 @@ def assert_call_sites(binary: Path, debug: Path, units: list[dict]) -> collectio
     return areas
 
 
-def has_text(path: Path) -> bool:
-    for line in readelf("-S", str(path)).splitlines():
-        if re.search(r"\s\.text\s", line):
-            return "NOBITS" not in line
-    return False
-
-
 def audit_elfs(elfs: list[dict], rules: dict | None = None) -> dict:
     rules = rules or load_toml(RULES)
     opt_areas, allowed = rules["optimisation"]["areas"], rules["optimisation"]["allowed"]
@@ -234,7 +239,7 @@ def audit_elfs(elfs: list[dict], rules: dict | None = None) -> dict:
         if hits:
             problems.append(f"{e['label']}: built without -DNDEBUG: {hits[0]} is compiled in")
         entry["ndebug_only_symbols"] = hits
-        if has_text(e["path"]):
+        if has_text(e["sections"]):
             sites = assert_call_sites(e["path"], e["debug"], units)
             entry["assert_sites"] = dict(sites.most_common())
             for area, n in sites.items():

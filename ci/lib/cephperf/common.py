@@ -172,6 +172,26 @@ def replace_dir(new: Path, final: Path) -> None:
     rmtree(old)
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (owned files of dead runs are stale)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def assembled_tree() -> Path:
+    """The tree ci/source assembles (a no-op when its inputs are unchanged)."""
+    import subprocess
+    r = subprocess.run([str(REPO / "ci" / "source")], stdout=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise StageError("ci/source failed; this stage needs the assembled tree", EXIT_ERROR)
+    return Path(r.stdout.strip().splitlines()[-1])
+
+
 def log(msg: str) -> None:
     print(f"[{Path(sys.argv[0]).name}] {msg}", file=sys.stderr, flush=True)
 

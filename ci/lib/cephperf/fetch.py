@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .common import REPO, StageError, EXIT_ERROR, cache_dir, load_toml, log, sha256_file
+from .common import REPO, StageError, EXIT_ERROR, cache_dir, load_toml, log, pid_alive, sha256_file
 
 
 def local_config() -> dict:
@@ -61,14 +61,9 @@ def download(url: str, dest: Path, expected: str) -> None:
 def remove_stale_parts(dest: Path) -> None:
     """Partial downloads of runs that died are never resumed or trusted."""
     for p in dest.parent.glob(f"{dest.name}.part-*"):
-        try:
-            pid = int(p.name.rsplit("-", 1)[1])
-            os.kill(pid, 0)
+        pid = p.name.rsplit("-", 1)[1]
+        if pid.isdigit() and pid_alive(int(pid)):
             continue  # a live run owns it
-        except (ValueError, ProcessLookupError):
-            pass
-        except PermissionError:
-            continue
         log(f"removing partial download {p.name} left by an interrupted run")
         p.unlink(missing_ok=True)
 

@@ -3,6 +3,14 @@ from __future__ import annotations
 
 import shlex
 
+# The compiler flags debhelper gives a cmake build: Debian's rules ask dpkg for
+# hardening=+all optimize=-lto, and debhelper's cmake build system appends
+# CPPFLAGS to the C and C++ flags. Shell, eval'd inside the build root by
+# every stage that configures debhelper-style.
+DPKG_BUILDFLAGS_SH = (
+    "eval \"$(DEB_BUILD_MAINT_OPTIONS='hardening=+all optimize=-lto' dpkg-buildflags --export=sh)\"\n"
+    "export CFLAGS=\"$CFLAGS $CPPFLAGS\" CXXFLAGS=\"$CXXFLAGS $CPPFLAGS\"\n")
+
 # Translation units whose flags we show; every C/C++ command is still checked.
 ROCKSDB_PROBE = "db/db_impl/db_impl.cc"
 CEPH_PROBES = ("src/osd/PrimaryLogPG.cc", "src/os/bluestore/BlueStore.cc",

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .common import (REPO, StageError, EXIT_ERROR, cache_dir, hash_inputs, load_toml, log,
+from .common import (REPO, StageError, EXIT_ERROR, cache_dir, hash_inputs, load_toml, log, pid_alive,
                      read_stamp, rmtree, write_stamp)
 from .archive import sources_lines, target_entries
 
@@ -183,12 +183,9 @@ class Root:
 def _remove_stale_rundirs(roots: Path) -> None:
     """Overlay scratch of runs whose stage process was killed outright."""
     for d in roots.glob("run-*-*"):
-        try:
-            os.kill(int(d.name.split("-")[1]), 0)
-        except (ValueError, ProcessLookupError):
+        pid = d.name.split("-")[1]
+        if pid.isdigit() and not pid_alive(int(pid)):
             rmtree(d)
-        except PermissionError:
-            pass
 
 
 def _die_with_parent():
