@@ -1,0 +1,127 @@
+"""Runs inside a throwaway overlay of the trixie runtime root (ci/upgrade-test).
+
+An OSD made with Debian's stock packages must keep its data across an upgrade
+to our repository's ceph-osd and a downgrade back to Debian's. Objects are
+written with known sha256 sums and read back after each step.
+"""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from node import Cluster, GateError, log, sh  # noqa: E402
+
+OBJECT_SIZES = [1, 4096, 65536, 1 << 20, 4 << 20]
+
+
+def installed_version(pkg: str) -> str:
+    return sh("dpkg-query", "-W", "-f", "${Version}", pkg).stdout.strip()
+
+
+def candidate_version(pkg: str) -> str:
+    out = sh("apt-cache", "policy", pkg).stdout
+    for line in out.splitlines():
+        if line.strip().startswith("Candidate:"):
+            return line.split(":", 1)[1].strip()
+    raise GateError(f"apt-cache policy {pkg} shows no candidate:\n{out}")
+
+
+def apt_install(*args: str) -> None:
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    sh("apt-get", "install", "-y", "-q", "-o", "Dpkg::Options::=--force-confold", *args, timeout=900, env=env)
+
+
+class Objects:
+    def __init__(self, cluster: Cluster, work: Path):
+        self.cluster, self.work, self.sums = cluster, work, {}
+
+    def write(self, tag: str) -> None:
+        for i, size in enumerate(OBJECT_SIZES):
+            name = f"{tag}-{i}-{size}"
+            data = os.urandom(size)
+            path = self.work / name
+            path.write_bytes(data)
+            sh(*self.cluster.rados, "put", name, path, timeout=180)
+            self.sums[name] = hashlib.sha256(data).hexdigest()
+            path.unlink()
+
+    def verify(self, step: str) -> None:
+        listed = set(sh(*self.cluster.rados, "ls", timeout=180).stdout.split())
+        missing = set(self.sums) - listed
+        if missing:
+            raise GateError(f"{step}: objects missing from the pool listing: {sorted(missing)}")
+        for name, want in self.sums.items():
+            out = self.work / f"{name}.read"
+            # a read blocks until the PG is active again: the wait is the read
+            sh(*self.cluster.rados, "get", name, out, timeout=300)
+            got = hashlib.sha256(out.read_bytes()).hexdigest()
+            out.unlink()
+            if got != want:
+                raise GateError(f"{step}: object {name} reads back with sha256 {got}, written as {want}")
+        log(f"{step}: {len(self.sums)} objects read back intact")
+
+
+def restart_osd(cluster: Cluster) -> None:
+    p = cluster.procs.pop("osd.0")
+    p.terminate()
+    p.wait(timeout=120)
+    cluster.start("osd.0", [cluster.osd_bin, "-c", cluster.conf, "-i", "0", "-f"], env=cluster.osd_env)
+
+
+def main():
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    state = Path(spec["state_dir"])
+    result = {"ok": False, "steps": []}
+    Path("/etc/apt/sources.list.d/ceph-perf.list").write_text(spec["apt_line"] + "\n")
+    cluster = Cluster(spec)
+    try:
+        sh("apt-get", "update", "-q", timeout=600)
+        stock = installed_version("ceph-osd")
+        candidate = candidate_version("ceph-osd")
+        result.update(stock=stock, candidate=candidate)
+        if "+perf" not in candidate:
+            raise GateError(f"apt-get install ceph-osd would pick {candidate}, not a +perfN version from our repository")
+        result["steps"].append(f"apt picks {candidate} over Debian's {stock}")
+        cluster.up()
+        objects = Objects(cluster, state)
+        objects.write("stock")
+        objects.verify("written by Debian's ceph-osd")
+
+        cluster.procs["osd.0"].terminate()
+        cluster.procs.pop("osd.0").wait(timeout=120)
+        apt_install("ceph-osd")
+        now = installed_version("ceph-osd")
+        if now != candidate:
+            raise GateError(f"after the upgrade ceph-osd is {now}, expected {candidate}")
+        cluster.start("osd.0", [cluster.osd_bin, "-c", cluster.conf, "-i", "0", "-f"], env=cluster.osd_env)
+        objects.verify(f"after the upgrade to {now}")
+        objects.write("perf")
+        objects.verify(f"written by {now}")
+        result["steps"].append(f"upgraded to {now}: data intact, new writes intact")
+
+        cluster.procs["osd.0"].terminate()
+        cluster.procs.pop("osd.0").wait(timeout=120)
+        apt_install("--allow-downgrades", f"ceph-osd={stock}")
+        now = installed_version("ceph-osd")
+        if now != stock:
+            raise GateError(f"after the downgrade ceph-osd is {now}, expected {stock}")
+        cluster.start("osd.0", [cluster.osd_bin, "-c", cluster.conf, "-i", "0", "-f"], env=cluster.osd_env)
+        objects.verify(f"after the downgrade to {now}")
+        result["steps"].append(f"downgraded to {now}: all {len(objects.sums)} objects intact")
+        result["ok"] = True
+    except (GateError, subprocess.TimeoutExpired) as e:
+        result["error"] = f"{e}; {cluster.cause() if cluster.procs else ''}"
+    except KeyboardInterrupt:
+        result["error"] = "interrupted"
+    finally:
+        cluster.down()
+        (state / "result.json.tmp").write_text(json.dumps(result, indent=2))
+        os.replace(state / "result.json.tmp", state / "result.json")
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
