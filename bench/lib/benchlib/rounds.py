@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import configparser
 import json
+import os
+import re
 import socket
 import sys
 import time
@@ -64,14 +66,19 @@ def parse_source(src: str) -> dict:
     if src == "debian":
         return {"source": "debian"}
     if src.startswith(("deb ", "deb[")):
-        return {"source": src, "apt_source": src}
+        # a file: repository and its signed-by key must be visible in the root
+        binds = re.findall(r"(?:file:|signed-by=)(/[^\s\]]+)", src)
+        return {"source": src, "apt_source": src, "bind": str(Path(os.path.commonpath(binds))) if binds else None}
     p = Path(src).resolve()
     if p.is_dir() and (p / "ceph-osd").is_file():
         lib = p / "lib"
         return {"source": str(p), "osd_binary": str(p / "ceph-osd"),
                 "ld_library_path": str(lib) if lib.is_dir() else "", "bind": str(p)}
-    if p.is_dir() and list(p.glob("*.deb")):
-        return {"source": str(p), "debs": [str(d) for d in sorted(p.glob("*.deb"))], "bind": str(p)}
+    # debug symbols are for the audit, not for running: -dbg/dbgsym are skipped
+    debs = [d for d in sorted(p.glob("*.deb")) if not d.name.split("_")[0].endswith(("-dbg", "-dbgsym"))] \
+        if p.is_dir() else []
+    if debs:
+        return {"source": str(p), "debs": [str(d) for d in debs], "bind": str(p)}
     raise StageError(f"--packages/--baseline/--candidate {src!r}: expected 'debian', a directory of .debs, "
                      f"a directory holding a built ceph-osd, or an apt line 'deb [trusted=yes] URL trixie main'",
                      EXIT_ERROR)
