@@ -29,11 +29,7 @@ def standin_debs(dest: Path, version: str) -> Path:
     """Debian's ceph-osd, its control Version set to `version`."""
     apt = PrivateApt("trixie", kind="deb")
     apt.update()
-    dl = dest / "download"
-    dl.mkdir(parents=True)
-    r = subprocess.run(["apt-get", *apt.opts, "download", "ceph-osd"], cwd=dl, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    deb = next(dl.glob("ceph-osd_*.deb"))
+    [deb] = apt.download(["ceph-osd"], dest / "download")
     tree = dest / "tree"
     subprocess.run(["dpkg-deb", "-R", str(deb), str(tree)], check=True)
     control = tree / "DEBIAN" / "control"

@@ -64,11 +64,16 @@ class Objects:
         log(f"{step}: {len(self.sums)} objects read back intact")
 
 
-def restart_osd(cluster: Cluster) -> None:
-    p = cluster.procs.pop("osd.0")
-    p.terminate()
-    p.wait(timeout=120)
+def swap_package(cluster: Cluster, *apt_args: str, want: str) -> str:
+    """Stop the OSD, change ceph-osd with apt, start it again on the same store."""
+    cluster.procs["osd.0"].terminate()
+    cluster.procs.pop("osd.0").wait(timeout=120)
+    apt_install(*apt_args)
+    now = installed_version("ceph-osd")
+    if now != want:
+        raise GateError(f"after apt-get install {' '.join(apt_args)} ceph-osd is {now}, expected {want}")
     cluster.start("osd.0", [cluster.osd_bin, "-c", cluster.conf, "-i", "0", "-f"], env=cluster.osd_env)
+    return now
 
 
 def main():
@@ -90,25 +95,13 @@ def main():
         objects.write("stock")
         objects.verify("written by Debian's ceph-osd")
 
-        cluster.procs["osd.0"].terminate()
-        cluster.procs.pop("osd.0").wait(timeout=120)
-        apt_install("ceph-osd")
-        now = installed_version("ceph-osd")
-        if now != candidate:
-            raise GateError(f"after the upgrade ceph-osd is {now}, expected {candidate}")
-        cluster.start("osd.0", [cluster.osd_bin, "-c", cluster.conf, "-i", "0", "-f"], env=cluster.osd_env)
+        now = swap_package(cluster, "ceph-osd", want=candidate)
         objects.verify(f"after the upgrade to {now}")
         objects.write("perf")
         objects.verify(f"written by {now}")
         result["steps"].append(f"upgraded to {now}: data intact, new writes intact")
 
-        cluster.procs["osd.0"].terminate()
-        cluster.procs.pop("osd.0").wait(timeout=120)
-        apt_install("--allow-downgrades", f"ceph-osd={stock}")
-        now = installed_version("ceph-osd")
-        if now != stock:
-            raise GateError(f"after the downgrade ceph-osd is {now}, expected {stock}")
-        cluster.start("osd.0", [cluster.osd_bin, "-c", cluster.conf, "-i", "0", "-f"], env=cluster.osd_env)
+        now = swap_package(cluster, "--allow-downgrades", f"ceph-osd={stock}", want=stock)
         objects.verify(f"after the downgrade to {now}")
         result["steps"].append(f"downgraded to {now}: all {len(objects.sums)} objects intact")
         result["ok"] = True

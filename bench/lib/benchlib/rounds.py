@@ -12,7 +12,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(BENCH.parent / "ci" / "lib"))
-from cephperf.common import StageError, EXIT_ERROR, cache_dir, load_toml, log, rmtree  # noqa: E402
+from cephperf.common import StageError, EXIT_ERROR, cache_dir, load_toml, rmtree  # noqa: E402
 from cephperf.roots import Root  # noqa: E402
 
 NODE = BENCH / "lib" / "node.py"

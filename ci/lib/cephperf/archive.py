@@ -145,6 +145,15 @@ class PrivateApt:
         if r.returncode != 0:
             raise StageError(f"apt-get update for the {self.kind} entries failed:\n" + r.stdout[-2000:] + r.stderr[-2000:], EXIT_ERROR)
 
+    def download(self, names: list[str], dest: Path) -> list[Path]:
+        """apt-get download of binary packages (the candidate versions) into dest."""
+        dest.mkdir(parents=True, exist_ok=True)
+        log(f"downloading Debian's {' '.join(names)}")
+        r = subprocess.run(["apt-get", *self.opts, "download", *names], cwd=dest, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise StageError(f"apt-get download {' '.join(names)} failed: {r.stderr.strip()[-1500:]}", EXIT_ERROR)
+        return sorted(dest.glob("*.deb"))
+
     def source_stanzas(self, package: str) -> list[dict]:
         r = subprocess.run(["apt-cache", *self.opts, "showsrc", "--only-source", package],
                            capture_output=True, text=True)
