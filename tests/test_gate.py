@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -14,6 +15,9 @@ from pathlib import Path
 
 from tests.helpers import REPO
 from tests.test_buildroot import run_mounts
+
+sys.path.insert(0, str(REPO / "ci" / "lib"))
+from cephperf.common import cache_dir  # noqa: E402
 
 GATE = REPO / "bench" / "gate"
 
@@ -38,6 +42,7 @@ class GateTest(unittest.TestCase):
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="gate-test-")
         self.tmp = Path(self._tmp.name)
+        self.started = time.time()
 
     def tearDown(self):
         self._tmp.cleanup()
@@ -85,6 +90,10 @@ class GateTest(unittest.TestCase):
         self.assertRegex(r.stdout, r"OSD full|OSD aborted|osd.0 died|no progress")
         self.assertLess(time.monotonic() - t0, 600)
         self.assertEqual(our_daemons(), [])
+        # the failed round's logs stay for diagnosis, its device file does not
+        runs = cache_dir() / "bench" / "runs"
+        self.assertEqual([p for p in runs.rglob("block")
+                          if p.lstat().st_mtime >= self.started], [])
 
     def test_interrupt_leaves_no_process_or_mount(self):
         proc = subprocess.Popen([str(GATE), "--baseline", "debian", "--candidate", "debian", "--rounds", "1",
