@@ -6,8 +6,8 @@
   node.py serve SPEC.json   fresh mon + OSD, then hold until SIGTERM (bench/cluster up)
 
 One mon (msgr v2 and v1 on 127.0.0.1) and one OSD, BlueStore on a
-file-backed device, a size-1 pool; no mgr (nothing here needs one), no
-cephadm, no systemd. The daemons are children of this process and are
+file-backed device, a size-1 pool; a mgr only when the spec asks (the
+IO-mock test reads a health warning); no cephadm, no systemd. The daemons are children of this process and are
 stopped by it; the namespaces they run in make sure nothing outlives it.
 
 The benchmark never hangs: rados bench is watched line by line; a dead OSD,
@@ -86,6 +86,7 @@ class Cluster:
                 "ms_bind_ipv6": "false", "public_addr": "127.0.0.1",
             },
             "mon": {"mon_data": f"{s}/mon/$cluster-$id"},
+            "mgr": {"mgr_data": f"{s}/mgr/$cluster-$id"},
             "osd": {
                 "osd_data": f"{s}/osd/$cluster-$id", "osd_objectstore": "bluestore",
                 "bluestore_block_path": f"{s}/osd/block", "bluestore_block_create": "true",
@@ -123,6 +124,9 @@ class Cluster:
         self.start("mon.a", ["ceph-mon", "-c", self.conf, "-i", "a", "-f"])
         # Blocks until the mon answers (bounded by the timeout).
         self.ceph("--connect-timeout", "60", "mon", "stat", timeout=90)
+        if self.spec.get("mgr"):  # only what reads health checks from the OSD needs one
+            (s / "mgr" / "ceph-x").mkdir(parents=True, exist_ok=True)
+            self.start("mgr.x", ["ceph-mgr", "-c", self.conf, "-i", "x", "-f"])
         osd_uuid = str(uuid.uuid4())
         osd_id = self.ceph("osd", "new", osd_uuid).stdout.strip()
         if osd_id != "0":
@@ -194,6 +198,22 @@ class Cluster:
         fields = Path(f"/proc/{self.procs['osd.0'].pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
+    def thread_cpu(self):
+        """CPU seconds of each ceph-osd thread, by thread id: (name, seconds)."""
+        out = {}
+        for task in Path(f"/proc/{self.procs['osd.0'].pid}/task").iterdir():
+            try:
+                comm, rest = task.joinpath("stat").read_text().rsplit(")", 1)
+            except FileNotFoundError:  # the thread ended meanwhile
+                continue
+            f = rest.split()
+            out[task.name] = (comm.split("(", 1)[1], (int(f[11]) + int(f[12])) / CLK_TCK)
+        return out
+
+    def perf_dump(self):
+        asok = self.state / "run" / "osd.0.asok"
+        return json.loads(sh("ceph", "--admin-daemon", asok, "perf", "dump", timeout=60).stdout)
+
     def osd_peak_rss_kib(self):
         m = re.search(r"VmHWM:\s+(\d+)", Path(f"/proc/{self.procs['osd.0'].pid}/status").read_text())
         return int(m.group(1)) if m else None
@@ -256,8 +276,14 @@ class Cluster:
             mode = "write"
         local = "osd.0" in self.procs
         cpu0 = self.osd_cpu_seconds() if local else None
+        probe = self.spec.get("threads") and local
+        if probe:
+            threads0, counters0, t0 = self.thread_cpu(), self.perf_dump(), time.monotonic()
         summary = self.rados_bench(b["seconds"], mode, extra, perf_out if local else None)
         rec = dict(summary)
+        if probe:
+            rec["threads"] = thread_report(threads0, self.thread_cpu(), time.monotonic() - t0)
+            rec["queues"] = queue_report(counters0, self.perf_dump())
         if local:
             cpu = self.osd_cpu_seconds() - cpu0
             ops = summary.get("ops") or 0
@@ -270,6 +296,47 @@ class Cluster:
             sh(*self.rados, "cleanup", "--run-name", "ceph-perf", timeout=1800)
         self.check_alive()
         return rec
+
+
+def thread_report(before, after, seconds):
+    """Per-thread CPU share over the benchmark, busiest first, and totals by thread name."""
+    threads = []
+    for tid, (name, cpu) in after.items():
+        used = cpu - before.get(tid, (name, 0.0))[1]
+        threads.append({"tid": int(tid), "name": name, "cpu_seconds": round(used, 2),
+                        "cpu_percent": round(100 * used / seconds, 1)})
+    threads.sort(key=lambda t: -t["cpu_seconds"])
+    by_name = {}
+    for t in threads:
+        g = by_name.setdefault(t["name"], {"threads": 0, "cpu_percent": 0.0, "busiest_thread_percent": 0.0})
+        g["threads"] += 1
+        g["cpu_percent"] = round(g["cpu_percent"] + t["cpu_percent"], 1)
+        g["busiest_thread_percent"] = max(g["busiest_thread_percent"], t["cpu_percent"])
+    return {"seconds": round(seconds, 1), "busiest": threads[:12], "by_name": by_name}
+
+
+def queue_report(before, after):
+    """The completion path's counters over the benchmark: every finisher's queue
+    and completion latency, and BlueStore's kv sync/final stages and aio wait."""
+    def delta(sec, key):
+        a, b = after.get(sec, {}).get(key), before.get(sec, {}).get(key)
+        if isinstance(a, dict) and "avgcount" in a:
+            n = a["avgcount"] - (b or {}).get("avgcount", 0)
+            total = a["sum"] - (b or {}).get("sum", 0)
+            return {"count": n, "avg_ms": round(1000 * total / n, 3) if n else None}
+        return a
+    out = {}
+    for sec in after:
+        if sec.startswith("finisher-"):
+            out[sec] = {"queue_len_now": after[sec].get("queue_len"),
+                        "complete_latency": delta(sec, "complete_latency")}
+    for key in ("kv_sync_lat", "kv_flush_lat", "kv_commit_lat", "kv_final_lat", "state_kv_queued_lat",
+                "state_kv_committing_lat", "state_finishing_lat", "state_aio_wait_lat", "state_done_lat",
+                "commit_lat"):
+        v = delta("bluestore", key)
+        if v is not None:
+            out[f"bluestore.{key}"] = v
+    return out
 
 
 def debug_subsystems():
@@ -326,6 +393,23 @@ def perf_supported():
     return r.returncode == 0 and "<not supported>" not in r.stderr and "<not counted>" not in r.stderr
 
 
+# Upstream's way to skip device IO, for a ceph-osd without bluestore_io_mock
+# (Debian's stock packages). Set at run time, once the pool is active: set from
+# mkfs on, the pool's PGs never become active (measured: the first write hangs).
+UPSTREAM_IO_MOCK = {"bluestore_debug_omit_block_device_write": "true", "bluestore_debug_omit_kv_commit": "true"}
+
+
+def choose_io_mock(spec, cluster):
+    """The IO-mock variant: our bluestore_io_mock where this ceph-osd has it,
+    upstream's two debug options otherwise. Returns which one, for the record."""
+    r = sh(cluster.osd_bin, "--show-config-value", "bluestore_io_mock", check=False, env=cluster.osd_env)
+    if r.returncode == 0:
+        spec.setdefault("conf", {}).setdefault("osd", {})["bluestore_io_mock"] = "true"
+        return "bluestore_io_mock"
+    spec.setdefault("runtime_conf", {}).setdefault("osd", {}).update(UPSTREAM_IO_MOCK)
+    return "upstream debug options (this ceph-osd has no bluestore_io_mock)"
+
+
 def install_packages(spec):
     debs = spec.get("debs") or []
     if debs:
@@ -348,6 +432,8 @@ def main():
         if spec.get("perf") and not perf_supported():
             spec["perf"] = False
             result["perf_note"] = "cycles not supported on this machine"
+        if spec.get("io_mock") and cmd != "external":
+            result["io_mock"] = choose_io_mock(spec, cluster)
         if cmd != "external":
             cluster.up()
         if cmd == "serve":

@@ -34,6 +34,7 @@ def load_profile(name: str, variant: str) -> dict:
                          f"profile {name!r} reads: choose a write profile", EXIT_ERROR)
     prof["name"], prof["variant"], prof["conf"] = path.stem, variant, var.get("conf", {})
     prof["runtime_conf"] = var.get("runtime", {})
+    prof["io_mock"] = bool(var.get("io_mock"))
     return prof
 
 
@@ -100,7 +101,7 @@ def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int
     return {
         "state_dir": str(state_dir), "port": free_port(), "v1_port": free_port(),
         "device_gib": prof["device"]["size_gib"], "conf": conf, "bench": bench,
-        "runtime_conf": prof.get("runtime_conf", {}),
+        "runtime_conf": prof.get("runtime_conf", {}), "io_mock": prof.get("io_mock", False),
         "osd_binary": side.get("osd_binary"), "ld_library_path": side.get("ld_library_path"),
         "debs": side.get("debs"), "apt_source": side.get("apt_source"),
         "stall_seconds": stall, "perf": True, "progress": progress,
