@@ -48,7 +48,12 @@ def markdown(rep: dict) -> str:
             lines.append(f"| {LABELS.get(m, m)} | {fmt(bm)} | {fmt(cm)} | {cm / bm:.3f} |" if bm else
                          f"| {LABELS.get(m, m)} | {fmt(bm)} | {fmt(cm)} | - |")
     perf = sorted({str(r.get("perf")) for r in recs})
-    lines += ["", f"perf stat: {', '.join(perf)}", "", "## Rounds", "",
+    lines += ["", f"perf stat: {', '.join(perf)}"]
+    for side in ("baseline", "candidate"):
+        mocks = sorted({r["io_mock"] for r in recs if r["side"] == side and r.get("io_mock")})
+        if mocks:
+            lines.append(f"IO mock, {side}: {', '.join(mocks)}")
+    lines += ["", "## Rounds", "",
               "| # | side | IOPS | MB/s | avg lat (s) | CPU µs/op | peak RSS (MiB) |", "|---|---|---|---|---|---|---|"]
     for r in recs:
         lines.append(f"| {r['round']} | {r['side']} | {fmt(r.get('iops'))} | {fmt(r.get('bandwidth_mb_s'))} | "
