@@ -8,11 +8,13 @@ built (ci/release runs ci/io-mock-test on them).
 """
 import os
 import subprocess
+import sys
+import tempfile
 import unittest
 from pathlib import Path
 
 from tests.helpers import REPO
-import sys
+from tests.test_upgrade import standin_debs  # Debian's ceph-osd, re-versioned
 
 sys.path.insert(0, str(REPO / "ci" / "lib"))
 from cephperf.common import cache_dir, load_pins  # noqa: E402
@@ -38,8 +40,6 @@ class IoMockTest(unittest.TestCase):
 
     def test_a_ceph_osd_without_the_option_is_named(self):
         """Debian's stock ceph-osd has no bluestore_io_mock: the test says so and exits 1."""
-        from tests.test_upgrade import standin_debs  # Debian's ceph-osd, re-versioned
-        import tempfile
         with tempfile.TemporaryDirectory(dir=cache_dir() / "scratch") as tmp:
             debs = standin_debs(Path(tmp), load_pins()["ours"]["version"])
             r = subprocess.run([str(REPO / "ci" / "io-mock-test"), "--debs", str(debs),

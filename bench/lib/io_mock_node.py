@@ -10,10 +10,9 @@ cluster running the candidate's ceph-osd:
      and its log names the mode; restart with the option off: refuses again;
   4. a second OSD that already holds objects: the option alone is refused
      (exit, message names bluestore_io_mock_force); with the force option it
-     comes up mocked and reads of the old objects return zeros.
+     comes up mocked, its earlier objects read back intact, new ones as zeros.
 Every wait is bounded; a step that fails is named in result.json.
 """
-import hashlib
 import json
 import os
 import re
@@ -23,30 +22,21 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from node import Cluster, GateError, install_packages, log, sh  # noqa: E402
+from node import (Cluster, GateError, Objects, install_packages, installed_version, log,  # noqa: E402
+                  osd_has_option, sh)
 
-OBJECT_SIZES = [1, 4096, 65536, 1 << 20, 4 << 20]
 EXIT_WAIT = 180  # a refused mount must end the daemon well within this
 
 
 def set_osd_option(cluster: Cluster, key: str, value: str) -> None:
     """Rewrite one [osd] option in ceph.conf (the next OSD start reads it)."""
-    text = cluster.conf.read_text()
-    text = re.sub(rf"^{key} = .*\n", "", text, flags=re.M)
+    text = re.sub(rf"^{key} = .*\n", "", cluster.conf.read_text(), flags=re.M)
     cluster.conf.write_text(text.replace("[osd]\n", f"[osd]\n{key} = {value}\n", 1))
 
 
 def osd_log(cluster: Cluster) -> str:
     f = cluster.state / "log" / "osd.0.log"
     return f.read_text(errors="replace") if f.exists() else ""
-
-
-def restart_osd(cluster: Cluster) -> subprocess.Popen:
-    proc = cluster.procs.pop("osd.0")
-    proc.terminate()
-    proc.wait(timeout=120)
-    cluster.start("osd.0", [cluster.osd_bin, "-c", cluster.conf, "-i", "0", "-f"], env=cluster.osd_env)
-    return cluster.procs["osd.0"]
 
 
 def expect_refusal(cluster: Cluster, proc: subprocess.Popen, pattern: str, step: str) -> str:
@@ -69,6 +59,7 @@ def wait_for_health_check(cluster: Cluster, check: str, timeout: int = 180) -> s
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         cluster.check_alive()
+        # no sleep: each `ceph health` round trip (a client start-up) paces the poll
         r = sh("ceph", "-c", cluster.conf, "health", "detail", "--format", "json", timeout=30, check=False)
         try:
             checks = json.loads(r.stdout).get("checks", {})
@@ -76,41 +67,14 @@ def wait_for_health_check(cluster: Cluster, check: str, timeout: int = 180) -> s
             checks = {}
         if check in checks:
             return checks[check]["summary"]["message"]
-        # no sleep: each `ceph health` round trip (a client start-up) paces the poll
     raise GateError(f"health check {check} did not show within {timeout} s")
 
 
-def zeros_sha(size: int) -> str:
-    return hashlib.sha256(bytes(size)).hexdigest()
-
-
-def mocked_objects_behave(cluster: Cluster, work: Path, names: dict) -> int:
-    listed = set(sh(*cluster.rados, "ls", timeout=120).stdout.split())
-    missing = set(names) - listed
-    if missing:
-        raise GateError(f"objects missing from the pool listing: {sorted(missing)}")
-    for name, size in names.items():
+def check_stat(cluster: Cluster, objects: Objects) -> None:
+    for name, size in objects.sizes.items():
         stat = sh(*cluster.rados, "stat", name, timeout=120).stdout
         if not re.search(rf"size {size}\b", stat):
             raise GateError(f"rados stat {name}: {stat.strip()}, expected size {size}")
-        out = work / f"{name}.read"
-        sh(*cluster.rados, "get", name, out, timeout=120)
-        got = hashlib.sha256(out.read_bytes()).hexdigest()
-        out.unlink()
-        if got != zeros_sha(size):
-            raise GateError(f"rados get {name}: not {size} zero bytes (sha256 {got})")
-    return len(names)
-
-
-def write_objects(cluster: Cluster, work: Path, tag: str) -> dict:
-    names = {}
-    for i, size in enumerate(OBJECT_SIZES):
-        name, path = f"{tag}-{i}-{size}", work / f"{tag}-{i}"
-        path.write_bytes(os.urandom(size))
-        sh(*cluster.rados, "put", name, path, timeout=180)
-        path.unlink()
-        names[name] = size
-    return names
 
 
 def mocked_osd(spec: dict, state: Path, steps: list) -> None:
@@ -122,20 +86,22 @@ def mocked_osd(spec: dict, state: Path, steps: list) -> None:
             raise GateError("the OSD came up without the mode on (no 'bluestore_io_mock is ON' in its log)")
         msg = wait_for_health_check(cluster, "BLUESTORE_IO_MOCK")
         steps.append(f"fresh OSD with the option: up, mocked; health: BLUESTORE_IO_MOCK: {msg}")
-        names = write_objects(cluster, state, "mock")
+        objects = Objects(cluster, state)
+        objects.write("mock")
         sh(*cluster.rados, "setomapval", "mock-0-1", "key", "value", timeout=60)
-        n = mocked_objects_behave(cluster, state, names)
+        check_stat(cluster, objects)
+        n = objects.verify("mocked writes", zeros=True)
         omap = sh(*cluster.rados, "getomapval", "mock-0-1", "key", timeout=60).stdout
         if "value" not in omap:
             raise GateError(f"omap does not read back: {omap.strip()}")
         steps.append(f"{n} objects written: all listed, stat gives their sizes, reads return that many zeros, "
                      "omap reads back")
-        line = expect_refusal(cluster, restart_osd(cluster), r"ran with bluestore_io_mock.*cannot be mounted again",
+        cluster.stop_osd()
+        line = expect_refusal(cluster, cluster.start_osd(), r"ran with bluestore_io_mock.*cannot be mounted again",
                               "restart with the option set")
         steps.append(f"restart with the option set: refused, exit non-zero; log: {line[line.find('this OSD'):][:160]}")
         set_osd_option(cluster, "bluestore_io_mock", "false")
-        cluster.start("osd.0", [cluster.osd_bin, "-c", cluster.conf, "-i", "0", "-f"], env=cluster.osd_env)
-        expect_refusal(cluster, cluster.procs["osd.0"], r"ran with bluestore_io_mock", "restart with the option off")
+        expect_refusal(cluster, cluster.start_osd(), r"ran with bluestore_io_mock", "restart with the option off")
         steps.append("restart with the option off: refused the same way")
     finally:
         cluster.down()
@@ -145,17 +111,24 @@ def osd_with_data(spec: dict, state: Path, steps: list) -> None:
     cluster = Cluster({**spec, "state_dir": str(state)})
     try:
         cluster.up()
-        names = write_objects(cluster, state, "real")
+        objects = Objects(cluster, state)
+        objects.write("real")
+        earlier = list(objects.sums)
         set_osd_option(cluster, "bluestore_io_mock", "true")
-        expect_refusal(cluster, restart_osd(cluster), r"bluestore_io_mock refused.*bluestore_io_mock_force",
+        cluster.stop_osd()
+        expect_refusal(cluster, cluster.start_osd(), r"bluestore_io_mock refused.*bluestore_io_mock_force",
                        "switching on for an OSD with data")
-        steps.append("OSD holding 5 objects: switching the mode on is refused (names bluestore_io_mock_force)")
+        steps.append(f"OSD holding {len(earlier)} objects: switching the mode on is refused "
+                     "(names bluestore_io_mock_force)")
         set_osd_option(cluster, "bluestore_io_mock_force", "true")
-        cluster.start("osd.0", [cluster.osd_bin, "-c", cluster.conf, "-i", "0", "-f"], env=cluster.osd_env)
-        n = mocked_objects_behave(cluster, state, names)  # a read blocks until the PG is active
+        cluster.start_osd()
+        n = objects.verify("forced: earlier objects", earlier)  # a read blocks until the PG is active
         if "bluestore_io_mock is ON" not in osd_log(cluster):
             raise GateError("forced: the OSD came up without the mode on")
-        steps.append(f"forced: the OSD comes up mocked; its {n} earlier objects list and read as zeros")
+        objects.write("mock")
+        m = objects.verify("forced: mocked writes", [k for k in objects.sums if k not in earlier], zeros=True)
+        steps.append(f"forced: the OSD comes up mocked; its {n} earlier objects read back intact, "
+                     f"{m} written in the mode read as zeros")
     finally:
         cluster.down()
 
@@ -166,10 +139,8 @@ def main():
     result = {"ok": False, "steps": []}
     try:
         install_packages(spec)
-        version = sh("dpkg-query", "-W", "-f", "${Version}", "ceph-osd").stdout.strip()
-        result["candidate"] = version
-        r = sh("ceph-osd", "--show-config-value", "bluestore_io_mock", check=False)
-        if r.returncode != 0:
+        result["candidate"] = version = installed_version("ceph-osd")
+        if not osd_has_option("/usr/bin/ceph-osd", "bluestore_io_mock"):
             raise GateError(f"ceph-osd {version} has no bluestore_io_mock option "
                             "(it is not built with patches/bluestore-io-mock.patch)")
         mocked_osd({**spec, "port": spec["ports"][0], "v1_port": spec["ports"][1]}, state / "mocked",

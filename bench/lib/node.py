@@ -14,6 +14,7 @@ The benchmark never hangs: rados bench is watched line by line; a dead OSD,
 or no completed op for `stall_seconds`, stops it and names the cause (OSD
 aborted, OSD full) with the OSD log's last lines.
 """
+import hashlib
 import json
 import os
 import re
@@ -105,6 +106,15 @@ class Cluster:
                        for sec, vals in conf.items())
         self.conf.write_text(text)
 
+    def start_osd(self):
+        self.start("osd.0", [self.osd_bin, "-c", self.conf, "-i", "0", "-f"], env=self.osd_env)
+        return self.procs["osd.0"]
+
+    def stop_osd(self):
+        proc = self.procs.pop("osd.0")
+        proc.terminate()
+        proc.wait(timeout=120)
+
     def start(self, name, argv, env=None):
         logf = open(self.state / "log" / f"{name}.stdout", "w")
         self.procs[name] = subprocess.Popen([str(a) for a in argv], stdout=logf, stderr=subprocess.STDOUT,
@@ -132,7 +142,7 @@ class Cluster:
         if osd_id != "0":
             raise GateError(f"expected osd.0, the mon allocated osd.{osd_id}")
         sh(self.osd_bin, "-c", self.conf, "-i", "0", "--mkfs", "--osd-uuid", osd_uuid, timeout=300, env=self.osd_env)
-        self.start("osd.0", [self.osd_bin, "-c", self.conf, "-i", "0", "-f"], env=self.osd_env)
+        self.start_osd()
         self.ceph("osd", "pool", "create", "bench", "32", "32", "replicated")
         self.ceph("osd", "pool", "set", "bench", "size", "1", "--yes-i-really-mean-it")
         self.ceph("osd", "pool", "application", "enable", "bench", "rados")
@@ -399,15 +409,61 @@ def perf_supported():
 UPSTREAM_IO_MOCK = {"bluestore_debug_omit_block_device_write": "true", "bluestore_debug_omit_kv_commit": "true"}
 
 
+def osd_has_option(osd_bin, name, env=None):
+    return sh(osd_bin, "--show-config-value", name, check=False, env=env).returncode == 0
+
+
 def choose_io_mock(spec, cluster):
     """The IO-mock variant: our bluestore_io_mock where this ceph-osd has it,
     upstream's two debug options otherwise. Returns which one, for the record."""
-    r = sh(cluster.osd_bin, "--show-config-value", "bluestore_io_mock", check=False, env=cluster.osd_env)
-    if r.returncode == 0:
+    if osd_has_option(cluster.osd_bin, "bluestore_io_mock", cluster.osd_env):
         spec.setdefault("conf", {}).setdefault("osd", {})["bluestore_io_mock"] = "true"
         return "bluestore_io_mock"
     spec.setdefault("runtime_conf", {}).setdefault("osd", {}).update(UPSTREAM_IO_MOCK)
     return "upstream debug options (this ceph-osd has no bluestore_io_mock)"
+
+
+OBJECT_SIZES = [1, 4096, 65536, 1 << 20, 4 << 20]
+
+
+class Objects:
+    """Objects of 1 B to 4 MiB with known contents, written and checked with rados."""
+
+    def __init__(self, cluster, work):
+        self.cluster, self.work, self.sums, self.sizes = cluster, Path(work), {}, {}
+
+    def write(self, tag):
+        for i, size in enumerate(OBJECT_SIZES):
+            name, path = f"{tag}-{i}-{size}", self.work / f"{tag}-{i}"
+            data = os.urandom(size)
+            path.write_bytes(data)
+            sh(*self.cluster.rados, "put", name, path, timeout=180)
+            path.unlink()
+            self.sums[name], self.sizes[name] = hashlib.sha256(data).hexdigest(), size
+
+    def verify(self, step, names=None, zeros=False):
+        """Every object listed and read back intact (or, zeros=True, as that many zero bytes)."""
+        names = list(names or self.sums)
+        listed = set(sh(*self.cluster.rados, "ls", timeout=180).stdout.split())
+        missing = set(names) - listed
+        if missing:
+            raise GateError(f"{step}: objects missing from the pool listing: {sorted(missing)}")
+        for name in names:
+            want = hashlib.sha256(bytes(self.sizes[name])).hexdigest() if zeros else self.sums[name]
+            out = self.work / f"{name}.read"
+            # a read blocks until the PG is active again: the wait is the read
+            sh(*self.cluster.rados, "get", name, out, timeout=300)
+            got = hashlib.sha256(out.read_bytes()).hexdigest()
+            out.unlink()
+            if got != want:
+                what = f"{self.sizes[name]} zero bytes" if zeros else "as written"
+                raise GateError(f"{step}: object {name} does not read back {what} (sha256 {got})")
+        log(f"{step}: {len(names)} objects read back {'as zeros' if zeros else 'intact'}")
+        return len(names)
+
+
+def installed_version(pkg):
+    return sh("dpkg-query", "-W", "-f", "${Version}", pkg).stdout.strip()
 
 
 def install_packages(spec):

@@ -4,7 +4,6 @@ An OSD made with Debian's stock packages must keep its data across an upgrade
 to our repository's ceph-osd and a downgrade back to Debian's. Objects are
 written with known sha256 sums and read back after each step.
 """
-import hashlib
 import json
 import os
 import subprocess
@@ -12,13 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from node import Cluster, GateError, log, sh  # noqa: E402
-
-OBJECT_SIZES = [1, 4096, 65536, 1 << 20, 4 << 20]
-
-
-def installed_version(pkg: str) -> str:
-    return sh("dpkg-query", "-W", "-f", "${Version}", pkg).stdout.strip()
+from node import Cluster, GateError, Objects, installed_version, sh  # noqa: E402
 
 
 def candidate_version(pkg: str) -> str:
@@ -34,45 +27,14 @@ def apt_install(*args: str) -> None:
     sh("apt-get", "install", "-y", "-q", "-o", "Dpkg::Options::=--force-confold", *args, timeout=900, env=env)
 
 
-class Objects:
-    def __init__(self, cluster: Cluster, work: Path):
-        self.cluster, self.work, self.sums = cluster, work, {}
-
-    def write(self, tag: str) -> None:
-        for i, size in enumerate(OBJECT_SIZES):
-            name = f"{tag}-{i}-{size}"
-            data = os.urandom(size)
-            path = self.work / name
-            path.write_bytes(data)
-            sh(*self.cluster.rados, "put", name, path, timeout=180)
-            self.sums[name] = hashlib.sha256(data).hexdigest()
-            path.unlink()
-
-    def verify(self, step: str) -> None:
-        listed = set(sh(*self.cluster.rados, "ls", timeout=180).stdout.split())
-        missing = set(self.sums) - listed
-        if missing:
-            raise GateError(f"{step}: objects missing from the pool listing: {sorted(missing)}")
-        for name, want in self.sums.items():
-            out = self.work / f"{name}.read"
-            # a read blocks until the PG is active again: the wait is the read
-            sh(*self.cluster.rados, "get", name, out, timeout=300)
-            got = hashlib.sha256(out.read_bytes()).hexdigest()
-            out.unlink()
-            if got != want:
-                raise GateError(f"{step}: object {name} reads back with sha256 {got}, written as {want}")
-        log(f"{step}: {len(self.sums)} objects read back intact")
-
-
 def swap_package(cluster: Cluster, *apt_args: str, want: str) -> str:
     """Stop the OSD, change ceph-osd with apt, start it again on the same store."""
-    cluster.procs["osd.0"].terminate()
-    cluster.procs.pop("osd.0").wait(timeout=120)
+    cluster.stop_osd()
     apt_install(*apt_args)
     now = installed_version("ceph-osd")
     if now != want:
         raise GateError(f"after apt-get install {' '.join(apt_args)} ceph-osd is {now}, expected {want}")
-    cluster.start("osd.0", [cluster.osd_bin, "-c", cluster.conf, "-i", "0", "-f"], env=cluster.osd_env)
+    cluster.start_osd()
     return now
 
 

@@ -108,20 +108,26 @@ def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int
     }
 
 
-def run_node(command: str, spec: dict, binds: list[str]) -> dict:
-    """Run node.py inside a fresh runtime root; its namespaces end with it."""
+def run_in_runtime(argv: list[str], spec: dict, binds: list, record: str) -> tuple[int, dict | None]:
+    """Run a node-side script (argv, then its spec file) inside a fresh runtime
+    root, in a clean spec["state_dir"]; returns its exit code and the JSON
+    record it left there (None if it left none). Its namespaces end with it."""
     state = Path(spec["state_dir"])
     rmtree(state)
     state.mkdir(parents=True)
     (state / "spec.json").write_text(json.dumps(spec, indent=2))
-    root = Root("runtime")
-    rc = root.run(["python3", str(NODE), command, str(state / "spec.json")],
-                  binds=[Path(b) for b in binds if b])
+    rc = Root("runtime").run(["python3", *map(str, argv), str(state / "spec.json")],
+                             binds=[Path(b) for b in binds if b])
     try:
-        rec = json.loads((state / "round.json").read_text())
+        return rc, json.loads((state / record).read_text())
     except (FileNotFoundError, json.JSONDecodeError):
-        rec = {"ok": False, "error": f"the round ended (exit {rc}) without a record; see {state}"}
-    return rec
+        return rc, None
+
+
+def run_node(command: str, spec: dict, binds: list[str]) -> dict:
+    """One node.py run (a round, or a round against an external cluster)."""
+    rc, rec = run_in_runtime([NODE, command], spec, binds, "round.json")
+    return rec or {"ok": False, "error": f"the round ended (exit {rc}) without a record; see {spec['state_dir']}"}
 
 
 def runs_dir() -> Path:

@@ -118,6 +118,15 @@ def sources_lines(entries: list[dict], kind: str = "deb") -> str:
     return "\n".join(lines) + "\n"
 
 
+def unpack_deb(deb: Path, dest: Path) -> Path:
+    """dpkg-deb -x of one package into dest."""
+    dest.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["dpkg-deb", "-x", str(deb), str(dest)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise StageError(f"{deb}: not a readable .deb: {r.stderr.strip()}", EXIT_ERROR)
+    return dest
+
+
 class PrivateApt:
     """apt with its own sources and state under the cache (no host changes)."""
 

@@ -12,6 +12,7 @@ import re
 import subprocess
 from pathlib import Path
 
+from .archive import unpack_deb
 from .common import REPO, StageError, EXIT_ERROR, load_toml
 
 RULES = REPO / "cmake" / "audit-rules.toml"
@@ -64,11 +65,7 @@ def collect_elfs(inputs: list[Path], workdir: Path) -> list[dict]:
     found = []
     for i, item in enumerate(inputs):
         if item.suffix in (".deb", ".ddeb"):
-            dest = workdir / f"{i}-{item.stem}"
-            dest.mkdir(parents=True)
-            r = subprocess.run(["dpkg-deb", "-x", str(item), str(dest)], capture_output=True, text=True)
-            if r.returncode != 0:
-                raise StageError(f"{item}: not a readable .deb: {r.stderr.strip()}", EXIT_ERROR)
+            dest = unpack_deb(item, workdir / f"{i}-{item.stem}")
             for p in sorted(dest.rglob("*")):
                 if p.is_file() and not p.is_symlink() and is_elf(p):
                     found.append({"path": p, "label": f"{item.name}:/{p.relative_to(dest)}"})
