@@ -17,9 +17,9 @@ class PatchTests(unittest.TestCase):
         res = json.loads(report.read_text())
         self.assertTrue(res["options_ok"])
         compiled = {c["file"] for c in res["compiles"] if c["rc"] == 0}
-        for tu in ("src/os/bluestore/BlueStore.cc", "src/common/TrackedOp.cc"):
+        for tu in ("src/os/bluestore/BlueStore.cc", "src/common/TrackedOp.cc", "src/msg/async/AsyncConnection.cc"):
             self.assertIn(tu, compiled)
-        self.assertEqual({t["name"]: t["rc"] for t in res["tests"]}, {"unittest_tracked_op": 0})
+        self.assertEqual({t["name"]: t["rc"] for t in res["tests"]}, {"unittest_tracked_op": 0, "ceph_test_msgr": 0})
         print(r.stdout)
 
 
