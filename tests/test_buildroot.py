@@ -5,12 +5,16 @@ Needs root and the Debian archive; creating the root cold takes about 5 minutes.
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 from pathlib import Path
 
-from tests.helpers import CI, run_stage
+from tests.helpers import CI, REPO, run_stage
+
+sys.path.insert(0, str(REPO / "ci" / "lib"))
+from cephperf.leftovers import run_mounts  # noqa: E402
 
 
 def pids_running(argv: list[str]) -> list[int]:
@@ -25,10 +29,6 @@ def pids_running(argv: list[str]) -> list[int]:
             except OSError:
                 pass
     return found
-
-
-def run_mounts() -> list[str]:
-    return [line for line in Path("/proc/mounts").read_text().splitlines() if "/roots/run-" in line]
 
 
 class BuildRootTest(unittest.TestCase):

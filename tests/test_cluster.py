@@ -9,8 +9,7 @@ from tests.helpers import REPO
 
 sys.path.insert(0, str(REPO / "ci" / "lib"))
 from cephperf.common import cache_dir  # noqa: E402
-from tests.test_gate import our_daemons
-from tests.test_buildroot import run_mounts
+from cephperf.leftovers import our_daemons, run_mounts  # noqa: E402
 
 CLUSTER = REPO / "bench" / "cluster"
 NAME = f"test-{os.getpid()}"

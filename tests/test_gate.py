@@ -14,28 +14,12 @@ import unittest
 from pathlib import Path
 
 from tests.helpers import REPO
-from tests.test_buildroot import run_mounts
 
 sys.path.insert(0, str(REPO / "ci" / "lib"))
 from cephperf.common import cache_dir  # noqa: E402
+from cephperf.leftovers import our_daemons, run_mounts  # noqa: E402
 
 GATE = REPO / "bench" / "gate"
-
-
-def our_daemons() -> list[str]:
-    """ceph-mon, ceph-osd, rados and node.py processes of the bench (not other users' ones)."""
-    found = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                argv = (d / "cmdline").read_bytes().decode(errors="replace").split("\0")
-            except OSError:
-                continue
-            prog = os.path.basename(argv[0])
-            ours = any("ceph-perf" in a or str(REPO) in a for a in argv)
-            if ours and (prog in ("ceph-osd", "ceph-mon", "rados") or (len(argv) > 1 and argv[1].endswith("node.py"))):
-                found.append(" ".join(argv))
-    return found
 
 
 class GateTest(unittest.TestCase):
