@@ -100,6 +100,7 @@ class AcceptanceTest(unittest.TestCase):
                                     stdin=subprocess.PIPE)
         self.addCleanup(squatter.wait, 30)
         self.addCleanup(squatter.kill)
+        self.addCleanup(squatter.stdin.close)
         r = self.acceptance("honest")
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn("bench processes are already running", r.stderr)
