@@ -1,9 +1,12 @@
 """bench/cluster up / exec / down, and recovery from a holder killed outright."""
 import os
 import signal
+import json
 import subprocess
 import sys
+import tempfile
 import unittest
+from pathlib import Path
 
 from tests.helpers import REPO
 
@@ -12,6 +15,7 @@ from cephperf.common import cache_dir  # noqa: E402
 from cephperf.leftovers import our_daemons, run_mounts  # noqa: E402
 
 CLUSTER = REPO / "bench" / "cluster"
+GATE = REPO / "bench" / "gate"
 NAME = f"test-{os.getpid()}"
 
 
@@ -45,6 +49,26 @@ class ClusterTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("clearing what an earlier run", r.stderr)
         self.assertEqual(cluster("exec", "--name", NAME, "--", "ceph", "health").returncode, 0)
+
+    def test_gate_measures_an_existing_cluster_and_removes_its_objects(self):
+        # #4 item 5: `bench/gate --cluster` brings nothing up; here the
+        # existing cluster is one of bench/cluster's (auth none: any keyring)
+        self.assertEqual(cluster("up", "--name", NAME).returncode, 0)
+        node = cache_dir() / "bench" / "clusters" / NAME / "node"
+        with tempfile.TemporaryDirectory() as out:
+            r = subprocess.run([str(GATE), "--cluster", str(node / "ceph.conf"), "--keyring", str(node / "mon.keyring"),
+                                "--pool", "bench", "--rounds", "1", "--seconds", "5", "--out", out],
+                               capture_output=True, text=True, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("gate: MEASURED 1 round(s)", r.stdout)
+            records = json.loads((Path(out) / "report.json").read_text())["records"]
+            self.assertEqual(len(records), 1)
+            self.assertGreater(records[0]["iops"], 0)
+        r = cluster("exec", "--name", NAME, "--", "rados", "-p", "bench", "ls")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.split(), [], "the gate left its objects in the pool")
+        r = cluster("exec", "--name", NAME, "--", "ceph", "osd", "stat")
+        self.assertIn("1 osds: 1 up", r.stdout, "the existing cluster must still be up")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from tests.helpers import REPO
 from tests.test_upgrade import standin_debs  # Debian's ceph-osd, re-versioned
 
 sys.path.insert(0, str(REPO / "ci" / "lib"))
-from cephperf.common import cache_dir, load_pins  # noqa: E402
+from cephperf.common import cache_dir, load_pins, scratch_dir  # noqa: E402
 
 
 def candidate_debs() -> Path | None:
@@ -40,7 +40,7 @@ class IoMockTest(unittest.TestCase):
 
     def test_a_ceph_osd_without_the_option_is_named(self):
         """Debian's stock ceph-osd has no bluestore_io_mock: the test says so and exits 1."""
-        with tempfile.TemporaryDirectory(dir=cache_dir() / "scratch") as tmp:
+        with tempfile.TemporaryDirectory(dir=scratch_dir()) as tmp:
             debs = standin_debs(Path(tmp), load_pins()["ours"]["version"])
             r = subprocess.run([str(REPO / "ci" / "io-mock-test"), "--debs", str(debs),
                                 "--out", str(Path(tmp) / "report")],

@@ -17,7 +17,7 @@ from pathlib import Path
 from tests.helpers import REPO
 
 sys.path.insert(0, str(REPO / "ci" / "lib"))
-from cephperf.common import cache_dir, load_pins  # noqa: E402
+from cephperf.common import load_pins, scratch_dir  # noqa: E402
 from cephperf.archive import PrivateApt  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def standin_debs(dest: Path, version: str) -> Path:
 
 class UpgradeTest(unittest.TestCase):
     def setUp(self):
-        self.tmp = Path(tempfile.mkdtemp(prefix="upgrade-test-", dir=cache_dir() / "scratch"))
+        self.tmp = Path(tempfile.mkdtemp(prefix="upgrade-test-", dir=scratch_dir()))
         self.tmp.chmod(0o755)  # apt reads the repository as its _apt user
 
     def tearDown(self):
