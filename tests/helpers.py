@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import sys
 import tarfile
 import tempfile
 import textwrap
@@ -13,6 +14,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CI = REPO / "ci"
+
+sys.path.insert(0, str(CI / "lib"))
+from cephperf.common import cache_dir  # noqa: E402
+
+
+def scratch_dir() -> Path:
+    """Room for the tests' throwaway packages and repositories, under the
+    persistent cache like everything else a root run is given. Made on first
+    use: a fresh machine has no cache yet."""
+    d = cache_dir() / "scratch"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
 
 
 def sha256(path: Path) -> str:

@@ -1,7 +1,7 @@
 """bench/cluster up / exec / down, and recovery from a holder killed outright."""
+import json
 import os
 import signal
-import json
 import subprocess
 import sys
 import tempfile
@@ -17,6 +17,7 @@ from cephperf.leftovers import our_daemons, run_mounts  # noqa: E402
 CLUSTER = REPO / "bench" / "cluster"
 GATE = REPO / "bench" / "gate"
 NAME = f"test-{os.getpid()}"
+STATE = cache_dir() / "bench" / "clusters" / NAME  # bench/cluster's state directory for NAME
 
 
 def cluster(*args, timeout=900):
@@ -42,8 +43,7 @@ class ClusterTest(unittest.TestCase):
 
     def test_up_recovers_after_the_holder_was_killed(self):
         self.assertEqual(cluster("up", "--name", NAME).returncode, 0)
-        state = cache_dir() / "bench" / "clusters"
-        pid = int((state / NAME / "holder.pid").read_text())
+        pid = int((STATE / "holder.pid").read_text())
         os.kill(pid, signal.SIGKILL)  # a crash: no cleanup code runs in the holder
         r = cluster("up", "--name", NAME)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -54,7 +54,7 @@ class ClusterTest(unittest.TestCase):
         # #4 item 5: `bench/gate --cluster` brings nothing up; here the
         # existing cluster is one of bench/cluster's (auth none: any keyring)
         self.assertEqual(cluster("up", "--name", NAME).returncode, 0)
-        node = cache_dir() / "bench" / "clusters" / NAME / "node"
+        node = STATE / "node"
         with tempfile.TemporaryDirectory() as out:
             r = subprocess.run([str(GATE), "--cluster", str(node / "ceph.conf"), "--keyring", str(node / "mon.keyring"),
                                 "--pool", "bench", "--rounds", "1", "--seconds", "5", "--out", out],

@@ -13,11 +13,11 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from tests.helpers import REPO
+from tests.helpers import REPO, scratch_dir
 from tests.test_upgrade import standin_debs  # Debian's ceph-osd, re-versioned
 
 sys.path.insert(0, str(REPO / "ci" / "lib"))
-from cephperf.common import cache_dir, load_pins, scratch_dir  # noqa: E402
+from cephperf.common import cache_dir, load_pins  # noqa: E402
 
 
 def candidate_debs() -> Path | None:

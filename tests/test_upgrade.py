@@ -14,10 +14,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from tests.helpers import REPO
+from tests.helpers import REPO, scratch_dir
 
 sys.path.insert(0, str(REPO / "ci" / "lib"))
-from cephperf.common import load_pins, scratch_dir  # noqa: E402
+from cephperf.common import load_pins  # noqa: E402
 from cephperf.archive import PrivateApt  # noqa: E402
 
 

@@ -42,15 +42,6 @@ def cache_dir() -> Path:
     return Path(os.environ.get("CEPH_PERF_CACHE", "/var/cache/ceph-perf"))
 
 
-def scratch_dir() -> Path:
-    """Room for throwaway files handed to runs inside a root, on the cache's file
-    system beside the roots rather than in /tmp, which may be a small tmpfs.
-    Made on first use: a fresh machine has no cache yet."""
-    d = cache_dir() / "scratch"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
 def build_dir() -> Path:
     return Path(os.environ.get("CEPH_PERF_BUILD", REPO / "build"))
 
