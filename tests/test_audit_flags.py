@@ -72,6 +72,39 @@ class AuditFlagsTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("fixture-osd_1.0_amd64.deb:/usr/bin/fixture-osd | 2 |", r.stdout)
 
+    def test_program_outside_cephs_areas_is_not_a_pass(self):
+        # #19: an -O0 program whose only unit is main.cc (area "other") must
+        # not pass for want of anything to check
+        elsewhere = self.tmp / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "main.cc").write_text("int main() { return 0; }\n")
+        out = self.tmp / "plain"
+        subprocess.run(["g++", "-g", "-O0", "main.cc", "-o", str(out)], cwd=elsewhere, check=True)
+        r = self.audit(out)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("audit-flags: nothing of Ceph's audited", r.stdout)
+        self.assertNotIn("PASS", r.stdout)
+
+    def test_shipped_binary_below_its_minimum_of_ceph_units_fails(self):
+        # The fixture has 2 units in Ceph's areas; the real rules ask far more of ceph-osd
+        r = self.audit(self.compile("ceph-osd", "-O2", "-DNDEBUG"))
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"ceph-osd: 2 compile unit\(s\) in Ceph areas, fewer than the \d{3} that "
+                                   r"cmake/audit-rules.toml requires of ceph-osd; likely cause: ")
+        self.assertIn("audit-flags: FAIL", r.stdout)
+        # the report states the coverage per area
+        self.assertRegex(r.stdout, r"\| \S+/ceph-osd \| 2 \| 2: src/\w+ 1, src/\w+ 1 \|")
+
+    def test_minimum_is_read_from_the_rules_file(self):
+        real = (REPO / "cmake" / "audit-rules.toml").read_text()
+        self.assertIn('"ceph-osd" = ', real)
+        rules = self.tmp / "rules.toml"
+        rules.write_text(real.replace('"ceph-osd" = ', '"fixture" = '))
+        r = run_stage("audit-flags", "--rules", rules, "--out", self.tmp / "report",
+                      self.compile("fixture", "-O2", "-DNDEBUG"), timeout=120)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("requires of fixture", r.stdout)
+
     def test_stripped_binary_alone_is_not_auditable(self):
         deb, _ = self.package(self.compile("o2", "-O2", "-DNDEBUG"))
         r = self.audit(deb)

@@ -1,4 +1,5 @@
 """bench/cluster up / exec / down, and recovery from a holder killed outright."""
+import hashlib
 import json
 import os
 import signal
@@ -8,7 +9,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from tests.helpers import REPO
+from tests.helpers import REPO, scratch_dir
 
 sys.path.insert(0, str(REPO / "ci" / "lib"))
 from cephperf.common import cache_dir  # noqa: E402
@@ -69,6 +70,35 @@ class ClusterTest(unittest.TestCase):
         self.assertEqual(r.stdout.split(), [], "the gate left its objects in the pool")
         r = cluster("exec", "--name", NAME, "--", "ceph", "osd", "stat")
         self.assertIn("1 osds: 1 up", r.stdout, "the existing cluster must still be up")
+
+    def test_rbd_image_create_write_read_remove(self):
+        # #19: the OSD must load its object classes (cls_rbd) for rbd to work
+        self.assertEqual(cluster("up", "--name", NAME).returncode, 0)
+        data = os.urandom(4 << 20)
+        src, dst = scratch_dir() / f"rbd-in-{NAME}", scratch_dir() / f"rbd-out-{NAME}"
+        src.write_bytes(data)  # the cache is visible in the root at the same path
+        try:
+            for argv in (["ceph", "osd", "pool", "create", "rbd", "8", "8", "replicated"],
+                         ["ceph", "osd", "pool", "set", "rbd", "size", "1", "--yes-i-really-mean-it"],
+                         ["rbd", "pool", "init", "rbd"]):
+                r = cluster("exec", "--name", NAME, "--", *argv, timeout=300)
+                self.assertEqual(r.returncode, 0, f"{argv}: {r.stdout}{r.stderr}")
+            # import creates the image and writes the 4 MiB into it
+            r = cluster("exec", "--name", NAME, "--", "rbd", "import", str(src), "rbd/ceph-perf-test", timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            r = cluster("exec", "--name", NAME, "--", "rbd", "info", "--format", "json", "rbd/ceph-perf-test")
+            self.assertEqual(json.loads(r.stdout)["size"], 4 << 20, r.stderr)
+            r = cluster("exec", "--name", NAME, "--", "rbd", "export", "rbd/ceph-perf-test", str(dst), timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertEqual(hashlib.sha256(dst.read_bytes()).hexdigest(), hashlib.sha256(data).hexdigest(),
+                             "the image does not read back as written")
+            r = cluster("exec", "--name", NAME, "--", "rbd", "rm", "rbd/ceph-perf-test")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            r = cluster("exec", "--name", NAME, "--", "rbd", "ls", "rbd")
+            self.assertEqual(r.stdout.split(), [], "the image was not removed")
+        finally:
+            src.unlink(missing_ok=True)
+            dst.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -116,8 +116,13 @@ def run_in_runtime(argv: list[str], spec: dict, binds: list, record: str) -> tup
     rmtree(state)
     state.mkdir(parents=True)
     (state / "spec.json").write_text(json.dumps(spec, indent=2))
+    # Working directory /, as systemd gives the packaged daemons: Debian's
+    # ceph-osd finds its object classes at the relative osd_class_dir
+    # lib/x86_64-linux-gnu/rados-classes, so from anywhere else it loads none
+    # (rbd create fails with EOPNOTSUPP), and every other relative default
+    # resolves as it would in production too.
     rc = Root("runtime").run(["python3", *map(str, argv), str(state / "spec.json")],
-                             binds=[Path(b) for b in binds if b])
+                             binds=[Path(b) for b in binds if b], cwd=Path("/"))
     try:
         return rc, json.loads((state / record).read_text())
     except (FileNotFoundError, json.JSONDecodeError):

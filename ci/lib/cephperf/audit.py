@@ -196,6 +196,7 @@ def assert_call_sites(binary: Path, debug: Path, units: list[dict]) -> collectio
 
 def audit_elfs(elfs: list[dict], rules: dict | None = None) -> dict:
     rules = rules or load_toml(RULES)
+    min_units = rules.get("coverage", {}).get("min_units", {})
     opt_areas, allowed = rules["optimisation"]["areas"], rules["optimisation"]["allowed"]
     nd_areas, nd_symbols = rules["ndebug"]["areas"], rules["ndebug"]["symbols"]
     problems, binaries = [], []
@@ -206,6 +207,8 @@ def audit_elfs(elfs: list[dict], rules: dict | None = None) -> dict:
         binaries.append(entry)
         if e["debug"] is None:
             entry["status"] = "no DWARF (give its -dbg or dbgsym package)"
+            entry["ceph_units"] = {}
+            problems += coverage_problems(e["label"], {}, None, min_units)
             continue
         units = compile_units(e["debug"])
         audited += 1
@@ -225,6 +228,8 @@ def audit_elfs(elfs: list[dict], rules: dict | None = None) -> dict:
         for area, c in per.items():
             areas[area].update(c)
         entry["areas"] = {a: dict(c) for a, c in sorted(per.items())}
+        entry["ceph_units"] = {a: sum(c.values()) for a, c in sorted(per.items()) if in_areas(a, opt_areas)}
+        problems += coverage_problems(e["label"], entry["ceph_units"], per, min_units)
         if bad:
             problems.append(f"{e['label']}: {len(bad)} Ceph/RocksDB compile unit(s) without -O2, e.g. {bad[0]}")
         unreadable = sum(c for a, cnt in per.items() if in_areas(a, opt_areas)
@@ -244,8 +249,33 @@ def audit_elfs(elfs: list[dict], rules: dict | None = None) -> dict:
                     problems.append(f"{e['label']}: {area} built without -DNDEBUG: {n} assert() call site(s)")
         else:
             entry["assert_sites"] = None  # only the debug file was given: no code to disassemble
-    return {"schema": 1, "ok": audited > 0 and not problems, "audited": audited, "problems": problems,
+    ceph_units = sum(n for b in binaries for n in b["ceph_units"].values())
+    return {"schema": 1, "ok": ceph_units > 0 and not problems, "audited": audited, "ceph_units": ceph_units,
+            "problems": problems,
             "areas": {a: dict(c) for a, c in sorted(areas.items())}, "binaries": binaries}
+
+
+def binary_name(label: str) -> str:
+    """The file name a coverage minimum is keyed on: /usr/bin/ceph-osd in a .deb is "ceph-osd"."""
+    return Path(label.rsplit(":", 1)[-1]).name
+
+
+def coverage_problems(label: str, ceph_units: dict[str, int], per: dict | None, min_units: dict) -> list[str]:
+    """A binary the rules name must show enough compile units in Ceph's areas:
+    an audit that recognised too few of them has checked too little to pass."""
+    name = binary_name(label)
+    need = min_units.get(name)
+    found = sum(ceph_units.values())
+    if need is None or found >= need:
+        return []
+    if per is None:
+        cause = "no DWARF: no debug package given (add its -dbg or dbgsym .deb)"
+    else:
+        other = sum(sum(c.values()) for a, c in per.items() if a == "other")
+        cause = (f"its DWARF paths were not recognised as Ceph source paths ({other} unit(s) in area 'other'; "
+                 "see area_of() in the audit)" if other >= found else "it holds far less of Ceph than expected")
+    return [f"{label}: {found} compile unit(s) in Ceph areas, fewer than the {need} that "
+            f"{RULES.relative_to(REPO)} requires of {name}; likely cause: {cause}"]
 
 
 def render_markdown(r: dict) -> str:
@@ -255,19 +285,22 @@ def render_markdown(r: dict) -> str:
         total = sum(c.values())
         seen = ", ".join(f"{k} ×{v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]))
         lines.append(f"| {area} | {total} | {seen} |")
-    lines += ["", "| binary | units | assert() call sites, by area of the compile unit holding them (none under -DNDEBUG) | NDEBUG-only symbols |",
-              "|---|---|---|---|"]
+    lines += ["", "| binary | units | units audited, by Ceph/RocksDB area | assert() call sites, by area of the compile unit holding them (none under -DNDEBUG) | NDEBUG-only symbols |",
+              "|---|---|---|---|---|"]
     for b in r["binaries"]:
         if "status" in b:
-            lines.append(f"| {b['label']} | - | {b['status']} | - |")
+            lines.append(f"| {b['label']} | - | 0 | {b['status']} | - |")
             continue
+        covered = sum(b["ceph_units"].values())
+        by_area = ", ".join(f"{a} {n}" for a, n in sorted(b["ceph_units"].items(), key=lambda kv: -kv[1]))
+        covered = f"{covered}: {by_area}" if covered else "0"
         sites = b.get("assert_sites")
         if sites is None:
             shown = "not checked (no code given)"
         else:
             shown = ", ".join(f"{a} {n}" for a, n in sites.items()) or "none"
         syms = ", ".join(b["ndebug_only_symbols"]) or "none"
-        lines.append(f"| {b['label']} | {b['units']} | {shown} | {syms} |")
+        lines.append(f"| {b['label']} | {b['units']} | {covered} | {shown} | {syms} |")
     lines += ["", "Result: " + ("PASS" if r["ok"] else "FAIL"), ""]
     lines += [f"- {p}" for p in r["problems"]]
     return "\n".join(lines) + "\n"
