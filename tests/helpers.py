@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 import tarfile
 import tempfile
 import textwrap
@@ -15,8 +14,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CI = REPO / "ci"
 
-sys.path.insert(0, str(CI / "lib"))
-from cephperf.common import cache_dir  # noqa: E402
+from cephperf.paths import cache_dir
 
 
 def scratch_dir() -> Path:

@@ -1,0 +1,117 @@
+"""Gate reports: JSON (versioned), Markdown, and an SVG chart of every round."""
+from __future__ import annotations
+
+import html
+import statistics
+
+SCHEMA_VERSION = 1
+COLOURS = {"baseline": "#1f77b4", "candidate": "#d62728"}
+LABELS = {"iops": "IOPS", "osd_cpu_us_per_op": "ceph-osd CPU µs/op", "bandwidth_mb_s": "MB/s",
+          "lat_avg_s": "avg latency (s)", "osd_cycles_per_op": "ceph-osd cycles/op",
+          "osd_peak_rss_mib": "ceph-osd peak RSS (MiB)", "lat_max_s": "max latency (s)"}
+SHOWN = ("iops", "bandwidth_mb_s", "lat_avg_s", "lat_max_s", "osd_cpu_us_per_op", "osd_cycles_per_op",
+         "osd_peak_rss_mib")
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}" if abs(v) < 100 else f"{v:,.0f}"
+    return str(v)
+
+
+def markdown(rep: dict) -> str:
+    j = rep["judgement"]
+    lines = [f"# Performance gate: {rep['verdict'].upper()}", "",
+             f"Profile `{rep['profile']}` ({rep['description']}), variant `{rep['variant']}`, "
+             f"{rep['rounds']} round(s) per side, alternating A B A B…, a fresh OSD every round.", "",
+             f"- baseline: `{rep['sides']['baseline']['source']}`" + (f" + `{rep['sides']['baseline']['conf']}`" if rep['sides']['baseline'].get('conf') else ""),
+             f"- candidate: `{rep['sides']['candidate']['source']}`" + (f" + `{rep['sides']['candidate']['conf']}`" if rep['sides']['candidate'].get('conf') else ""),
+             "", f"## Rules (medians, {int(j['confidence'] * 100)}% bootstrap interval of the ratio)", "",
+             "| metric | better | tolerance | baseline median | candidate median | ratio | interval | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in j["rules"]:
+        m = j["metrics"].get(r["metric"], {})
+        ci = r.get("ci")
+        lines.append(f"| {LABELS.get(r['metric'], r['metric'])} | {r['better']} | {r['tolerance']:.0%} | "
+                     f"{fmt(m.get('baseline_median'))} | {fmt(m.get('candidate_median'))} | "
+                     f"{r.get('ratio', float('nan')):.3f} | "
+                     f"{'[%.3f, %.3f]' % tuple(ci) if ci else '-'} | {r['verdict']} |")
+    lines += ["", "## Every metric (medians)", "", "| metric | baseline | candidate | ratio |", "|---|---|---|---|"]
+    recs = rep["records"]
+    for m in SHOWN:
+        b = [r[m] for r in recs if r["side"] == "baseline" and isinstance(r.get(m), (int, float))]
+        c = [r[m] for r in recs if r["side"] == "candidate" and isinstance(r.get(m), (int, float))]
+        if b and c:
+            bm, cm = statistics.median(b), statistics.median(c)
+            lines.append(f"| {LABELS.get(m, m)} | {fmt(bm)} | {fmt(cm)} | {cm / bm:.3f} |" if bm else
+                         f"| {LABELS.get(m, m)} | {fmt(bm)} | {fmt(cm)} | - |")
+    perf = sorted({str(r.get("perf")) for r in recs})
+    lines += ["", f"perf stat: {', '.join(perf)}"]
+    for side in ("baseline", "candidate"):
+        mocks = sorted({r["io_mock"] for r in recs if r["side"] == side and r.get("io_mock")})
+        if mocks:
+            lines.append(f"IO mock, {side}: {', '.join(mocks)}")
+    lines += ["", "## Rounds", "",
+              "| # | side | IOPS | MB/s | avg lat (s) | CPU µs/op | peak RSS (MiB) |", "|---|---|---|---|---|---|---|"]
+    for r in recs:
+        lines.append(f"| {r['round']} | {r['side']} | {fmt(r.get('iops'))} | {fmt(r.get('bandwidth_mb_s'))} | "
+                     f"{fmt(r.get('lat_avg_s'))} | {fmt(r.get('osd_cpu_us_per_op'))} | {fmt(r.get('osd_peak_rss_mib'))} |")
+    lines += ["", "![rounds](chart.svg)", ""]
+    return "\n".join(lines)
+
+
+def svg_chart(rep: dict) -> str:
+    metrics = [r["metric"] for r in rep["judgement"]["rules"]]
+    recs = rep["records"]
+    pw, ph, pad = 500, 260, 50
+    width, height = pw * len(metrics) + 20, ph + 60
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="10" y="18" font-size="14">{html.escape(rep["profile"])} / {html.escape(rep["variant"])}: '
+           f'{html.escape(rep["verdict"])}</text>']
+    for i, m in enumerate(metrics):
+        x0 = 10 + i * pw
+        vals = [r[m] for r in recs if isinstance(r.get(m), (int, float))]
+        if not vals:
+            continue
+        lo, hi = min(vals + [0]), max(vals) * 1.1 or 1
+        n = max(r["round"] for r in recs)
+
+        def px(rnd):
+            return x0 + pad + (rnd - 1) * (pw - 2 * pad) / max(1, n - 1)
+
+        def py(v):
+            return 30 + ph - pad - (v - lo) / (hi - lo) * (ph - 2 * pad)
+
+        rule = next((r for r in rep["judgement"]["rules"] if r["metric"] == m), {})
+        ratio = (f' — candidate/baseline {rule["ratio"]:.3f} [{rule["ci"][0]:.3f}, {rule["ci"][1]:.3f}]'
+                 if rule.get("ci") else "")
+        out.append(f'<text x="{x0 + pad}" y="44">{html.escape(LABELS.get(m, m) + ratio)}</text>')
+        for rnd in range(1, n + 1):
+            out.append(f'<text x="{px(rnd) - 3:.1f}" y="{py(lo) + 14:.1f}" font-size="10">{rnd}</text>')
+        out.append(f'<line x1="{x0 + pad}" y1="{py(lo)}" x2="{x0 + pw - pad}" y2="{py(lo)}" stroke="#888"/>')
+        out.append(f'<line x1="{x0 + pad}" y1="{py(lo)}" x2="{x0 + pad}" y2="{py(hi)}" stroke="#888"/>')
+        for frac in (0, 0.5, 1):
+            v = lo + frac * (hi - lo)
+            out.append(f'<text x="{x0 + 2}" y="{py(v) + 4}" font-size="10">{fmt(v)}</text>')
+        for side, colour in COLOURS.items():
+            pts = [(r["round"], r[m]) for r in recs if r["side"] == side and isinstance(r.get(m), (int, float))]
+            for rnd, v in pts:
+                out.append(f'<circle cx="{px(rnd):.1f}" cy="{py(v):.1f}" r="4" fill="{colour}"/>')
+            if pts:
+                med = statistics.median(v for _, v in pts)
+                out.append(f'<line x1="{x0 + pad}" y1="{py(med):.1f}" x2="{x0 + pw - pad}" y2="{py(med):.1f}" '
+                           f'stroke="{colour}" stroke-dasharray="5,4"/>')
+        out.append(f'<text x="{x0 + pw / 2 - 15}" y="{30 + ph - pad + 28}" font-size="10">round</text>')
+    out += legend(height)
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def legend(height: int) -> list[str]:
+    return [f'<circle cx="{16 + 200 * i}" cy="{height - 12}" r="4" fill="{colour}"/>'
+            f'<text x="{24 + 200 * i}" y="{height - 8}">{side} (dashed: median)</text>'
+            for i, side_colour in enumerate(COLOURS.items()) for side, colour in [side_colour]]

@@ -1,0 +1,108 @@
+"""Turning profiles, variants, sides and overrides into rounds run inside the runtime root."""
+from __future__ import annotations
+
+import configparser
+import os
+import re
+import time
+from pathlib import Path
+
+from ..common import StageError, EXIT_ERROR, load_toml
+from .. import paths
+from ..nodes import free_port, run_in_runtime
+from ..runtime.spec import NodeSpec
+
+
+def load_profile(name: str, variant: str) -> dict:
+    """A profile by name (bench/profiles/NAME.toml) or by path to a .toml file."""
+    path = Path(name) if name.endswith(".toml") else paths.PROFILES / f"{name}.toml"
+    if not path.exists():
+        known = sorted(p.stem for p in paths.PROFILES.glob("*.toml") if p.stem != "variants")
+        raise StageError(f"{path}: no such profile; known: {', '.join(known)}", EXIT_ERROR)
+    prof = load_toml(path)
+    variants = load_toml(paths.PROFILES / "variants.toml")
+    if variant not in variants:
+        raise StageError(f"no variant {variant!r} in bench/profiles/variants.toml; known: {', '.join(variants)}", EXIT_ERROR)
+    var = variants[variant]
+    if var.get("writes_only") and prof["bench"]["mode"] != "write":
+        raise StageError(f"variant {variant!r} only writes (reads of mocked objects hang); "
+                         f"profile {name!r} reads: choose a write profile", EXIT_ERROR)
+    prof["name"], prof["variant"], prof["conf"] = path.stem, variant, var.get("conf", {})
+    prof["runtime_conf"] = var.get("runtime", {})
+    prof["io_mock"] = bool(var.get("io_mock"))
+    return prof
+
+
+def read_conf_file(path: Path | None) -> dict:
+    """A ceph.conf-style file as {section: {key: value}}."""
+    if path is None:
+        return {}
+    cp = configparser.ConfigParser(interpolation=None, strict=False)
+    cp.optionxform = str
+    try:
+        with open(path) as f:
+            cp.read_file(f)
+    except FileNotFoundError:
+        raise StageError(f"{path}: no such file", EXIT_ERROR)
+    except configparser.Error as e:
+        raise StageError(f"{path}: not a ceph.conf-style file: {e}", EXIT_ERROR)
+    return {s: dict(cp[s]) for s in cp.sections()}
+
+
+def merge_conf(*layers: dict) -> dict:
+    out: dict = {}
+    for layer in layers:
+        for section, values in layer.items():
+            out.setdefault(section, {}).update(values)
+    return out
+
+
+def parse_source(src: str) -> dict:
+    """What a side runs: Debian's stock packages, .debs over them, an apt repo, or a dev build."""
+    if src == "debian":
+        return {"source": "debian"}
+    if src.startswith(("deb ", "deb[")):
+        # a file: repository and its signed-by key must be visible in the root
+        binds = re.findall(r"(?:file:|signed-by=)(/[^\s\]]+)", src)
+        return {"source": src, "apt_line": src, "bind": str(Path(os.path.commonpath(binds))) if binds else None}
+    p = Path(src).resolve()
+    if p.is_dir() and (p / "ceph-osd").is_file():
+        lib = p / "lib"
+        return {"source": str(p), "osd_binary": str(p / "ceph-osd"),
+                "ld_library_path": str(lib) if lib.is_dir() else "", "bind": str(p)}
+    # debug symbols are for the audit, not for running: -dbg/dbgsym are skipped
+    debs = [d for d in sorted(p.glob("*.deb")) if not d.name.split("_")[0].endswith(("-dbg", "-dbgsym"))] \
+        if p.is_dir() else []
+    if debs:
+        return {"source": str(p), "debs": [str(d) for d in debs], "bind": str(p)}
+    raise StageError(f"--packages/--baseline/--candidate {src!r}: expected 'debian', a directory of .debs, "
+                     f"a directory holding a built ceph-osd, or an apt line 'deb [trusted=yes] URL trixie main'",
+                     EXIT_ERROR)
+
+
+def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int | None,
+               stall: int, progress: bool) -> NodeSpec:
+    bench = dict(prof["bench"])
+    if seconds:
+        bench["seconds"] = seconds
+        if "prefill_seconds" in bench:
+            bench["prefill_seconds"] = min(bench["prefill_seconds"], seconds)
+    return NodeSpec(
+        state_dir=str(state_dir), port=free_port(), v1_port=free_port(),
+        device_gib=prof["device"]["size_gib"], conf=conf, bench=bench,
+        runtime_conf=prof.get("runtime_conf", {}), io_mock=prof.get("io_mock", False),
+        osd_binary=side.get("osd_binary"), ld_library_path=side.get("ld_library_path"),
+        debs=side.get("debs") or [], apt_line=side.get("apt_line"),
+        stall_seconds=stall, perf=True, progress=progress)
+
+
+def run_node(command: str, spec: NodeSpec, binds: list[str]) -> dict:
+    """One round on the node side (or a round against an external cluster)."""
+    rc, rec = run_in_runtime("node", [command], spec, binds)
+    return rec or {"ok": False, "error": f"the round ended (exit {rc}) without a record; see {spec.state_dir}"}
+
+
+def runs_dir() -> Path:
+    d = paths.runs_root() / time.strftime("%Y%m%dT%H%M%S")
+    d.mkdir(parents=True, exist_ok=True)
+    return d

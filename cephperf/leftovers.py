@@ -1,0 +1,29 @@
+"""What a bench or root run may leave behind: our daemons and the runs' mounts.
+
+Used by the tests after every run that must clean up, and by bench/acceptance."""
+import os
+from pathlib import Path
+
+from cephperf.paths import REPO
+
+
+def our_daemons() -> list[str]:
+    """ceph-mon, ceph-osd, rados and node-side (cephperf.runtime) processes of the bench (not other users' ones)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                argv = (d / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            prog = os.path.basename(argv[0])
+            ours = any("ceph-perf" in a or str(REPO) in a for a in argv)
+            node_side = len(argv) > 2 and argv[1] == "-m" and argv[2].startswith("cephperf.runtime.")
+            if ours and (prog in ("ceph-osd", "ceph-mon", "rados") or node_side):
+                found.append(" ".join(argv))
+    return found
+
+
+def run_mounts() -> list[str]:
+    """Mounts of a root run (an overlay and what is mounted into it) visible on the host."""
+    return [line for line in Path("/proc/mounts").read_text().splitlines() if "/roots/run-" in line]

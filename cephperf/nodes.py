@@ -1,0 +1,65 @@
+"""The host side of the node contract: run a node-side module in a fresh
+runtime root and read the record it leaves."""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+
+from .build.roots import Root
+from .common import EXIT_ERROR, EXIT_FAIL, StageError, log, rmtree, write_atomic
+from .paths import REPO
+from .runtime.spec import RECORD, NodeSpec
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def node_argv(module: str, args: list[str], spec_file: Path) -> list[str]:
+    """The command line of a node-side run, as it shows in /proc (bench/cluster finds its node by it)."""
+    return ["python3", "-m", f"cephperf.runtime.{module}", *args, str(spec_file)]
+
+
+def run_in_runtime(module: str, args: list[str], spec: NodeSpec, binds: list) -> tuple[int, dict | None]:
+    """Run cephperf.runtime.MODULE ARGS SPEC.json inside a fresh runtime root,
+    in a clean spec.state_dir; returns its exit code and the record it left
+    there (None if it left none). Its namespaces end with it."""
+    state = Path(spec.state_dir)
+    rmtree(state)
+    state.mkdir(parents=True)
+    spec.save(state / "spec.json")
+    # Working directory /, as systemd gives the packaged daemons: Debian's
+    # ceph-osd finds its object classes at the relative osd_class_dir
+    # lib/x86_64-linux-gnu/rados-classes, so from anywhere else it loads none
+    # (rbd create fails with EOPNOTSUPP), and every other relative default
+    # resolves as it would in production too.
+    rc = Root("runtime").run(node_argv(module, args, state / "spec.json"),
+                             binds=[Path(b) for b in binds if b], cwd=Path("/"), env={"PYTHONPATH": str(REPO)})
+    try:
+        return rc, json.loads((state / RECORD).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return rc, None
+
+
+def run_check(module: str, spec: NodeSpec, binds: list, out: Path, logs: list[str], what: str) -> dict:
+    """A node-side check (cephperf.runtime.MODULE): its record goes to out/result.json,
+    its steps to the log; a failure keeps the cluster logs (the `logs` subdirectories
+    of its state) in out/log and raises, naming the failed step."""
+    state = Path(spec.state_dir)
+    rc, result = run_in_runtime(module, [], spec, binds)
+    if result is None:
+        raise StageError(f"the {what} ended (exit {rc}) without a result; logs under {state}", EXIT_ERROR)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "result.json", json.dumps(result, indent=2) + "\n")
+    for step in result.get("steps", []):
+        log(step)
+    if not result.get("ok"):
+        for sub in logs:
+            if (state / sub).exists():
+                shutil.copytree(state / sub, out / "log" / Path(sub).parent, dirs_exist_ok=True)
+        raise StageError(f"{what} failed: {result.get('error')}", EXIT_FAIL)
+    return result

@@ -1,0 +1,104 @@
+"""Every location ceph-perf reads or writes, named once.
+
+Two roots: the persistent cache (downloads, roots, ccache, long build
+directories, built packages, bench state), which lives outside the work tree
+so that wiping a checkout loses no hours of compiling, and the build
+directory (the assembled tree and the reports), which is safe to wipe.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Configuration: data files in the tree.
+CMAKE, PATCHES, DEBIAN, BENCH = (REPO / d for d in ("cmake", "patches", "debian", "bench"))
+PROFILES, RULES, BENCH_CONF = (BENCH / d for d in ("profiles", "rules", "conf"))
+ROOTS_TOML, AUDIT_RULES, RELEASE_GUARD, OSD_MINIMAL = (
+    CMAKE / f for f in ("roots.toml", "audit-rules.toml", "release-guard.cmake", "osd-minimal.cmake"))
+UNIT_TESTS = PATCHES / "unit-tests.toml"
+# Code that runs inside the roots (stdlib only), as files: scripts and the node side.
+RUNTIME = REPO / "cephperf" / "runtime"
+TEST_SUPPORT = REPO / "cephperf" / "build" / "test-support"
+# The negative control of check-flags: BuildRocksDB.cmake in its pre-fix form.
+ROCKSDB_PREFIX_FIXTURE = REPO / "cephperf" / "build" / "controls" / "rocksdb-prefix-flags.patch"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("CEPH_PERF_CACHE", "/var/cache/ceph-perf"))
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("CEPH_PERF_BUILD", REPO / "build"))
+
+
+def pins_path() -> Path:
+    return Path(os.environ.get("CEPH_PERF_PINS", CMAKE / "pins.toml"))
+
+
+def local_toml() -> Path:
+    return Path(os.environ.get("CEPH_PERF_LOCAL", REPO / "local.toml"))
+
+
+def downloads_dir() -> Path:
+    return cache_dir() / "downloads"
+
+
+def apt_dir(suite: str, kind: str) -> Path:
+    return cache_dir() / "apt" / f"{suite}-{kind}"
+
+
+def roots_dir() -> Path:
+    return cache_dir() / "roots"
+
+
+def ccache_dir() -> Path:
+    return cache_dir() / "ccache"
+
+
+def debs_work(kind: str) -> Path:
+    """ci/build-debs' long-lived tree and build directory of one profile (osd-only, full, source)."""
+    return cache_dir() / "builds" / f"debs-{kind}"
+
+
+def debs_out(kind: str) -> Path:
+    return debs_work(kind) / "out"
+
+
+def osd_build() -> Path:
+    return cache_dir() / "builds" / "osd"
+
+
+def repo_dir() -> Path:
+    return cache_dir() / "repo"
+
+
+def throwaway_gnupg() -> Path:
+    return cache_dir() / "throwaway-gnupg"
+
+
+def stock_library_dir(version: str) -> Path:
+    return downloads_dir() / "stock-libceph-common" / version
+
+
+def bench_state(name: str) -> Path:
+    """State of one node-side run of a ci/ check (upgrade-test, io-mock-test)."""
+    return cache_dir() / "bench" / name
+
+
+def cluster_state(name: str) -> Path:
+    return cache_dir() / "bench" / "clusters" / name
+
+
+def runs_root() -> Path:
+    return cache_dir() / "bench" / "runs"
+
+
+def source_dir() -> Path:
+    """ci/source's output: the assembled tree and its stamp."""
+    return build_dir() / "source"
+
+
+def reports(stage: str) -> Path:
+    return build_dir() / "reports" / stage

@@ -1,0 +1,88 @@
+"""Checks on the node side: objects with known contents, installed versions,
+the packages a side runs, and which IO-mock mechanism a ceph-osd offers."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from .cluster import Cluster, log, sh
+from .record import NodeError
+from .spec import NodeSpec
+
+OBJECT_SIZES = [1, 4096, 65536, 1 << 20, 4 << 20]
+
+
+class Objects:
+    """Objects of 1 B to 4 MiB with known contents, written and checked with rados."""
+
+    def __init__(self, cluster: Cluster, work):
+        self.cluster, self.work, self.sums, self.sizes = cluster, Path(work), {}, {}
+
+    def write(self, tag):
+        for i, size in enumerate(OBJECT_SIZES):
+            name, path = f"{tag}-{i}-{size}", self.work / f"{tag}-{i}"
+            data = os.urandom(size)
+            path.write_bytes(data)
+            sh(*self.cluster.rados, "put", name, path, timeout=180)
+            path.unlink()
+            self.sums[name], self.sizes[name] = hashlib.sha256(data).hexdigest(), size
+
+    def verify(self, step, names=None, zeros=False):
+        """Every object listed and read back intact (or, zeros=True, as that many zero bytes)."""
+        names = list(names or self.sums)
+        listed = set(sh(*self.cluster.rados, "ls", timeout=180).stdout.split())
+        missing = set(names) - listed
+        if missing:
+            raise NodeError(f"{step}: objects missing from the pool listing: {sorted(missing)}")
+        for name in names:
+            want = hashlib.sha256(bytes(self.sizes[name])).hexdigest() if zeros else self.sums[name]
+            out = self.work / f"{name}.read"
+            # a read blocks until the PG is active again: the wait is the read
+            sh(*self.cluster.rados, "get", name, out, timeout=300)
+            got = hashlib.sha256(out.read_bytes()).hexdigest()
+            out.unlink()
+            if got != want:
+                what = f"{self.sizes[name]} zero bytes" if zeros else "as written"
+                raise NodeError(f"{step}: object {name} does not read back {what} (sha256 {got})")
+        log(f"{step}: {len(names)} objects read back {'as zeros' if zeros else 'intact'}")
+        return len(names)
+
+
+def installed_version(pkg):
+    return sh("dpkg-query", "-W", "-f", "${Version}", pkg).stdout.strip()
+
+
+def add_apt_line(line: str, name: str = "ceph-perf") -> None:
+    Path(f"/etc/apt/sources.list.d/{name}.list").write_text(line + "\n")
+    sh("apt-get", "update", "-q", timeout=600)
+
+
+def install_packages(spec: NodeSpec):
+    """What the side runs, over the root's stock packages: .debs, or an apt repository's."""
+    if spec.debs:
+        log(f"installing {len(spec.debs)} package(s) over the stock ones")
+        sh("dpkg", "-i", "--force-confold", *spec.debs, timeout=600)
+    if spec.apt_line:
+        add_apt_line(spec.apt_line, "ceph-perf-candidate")
+        sh("apt-get", "install", "-y", "ceph-osd", "ceph-mon", "ceph-common", timeout=900)
+
+
+def osd_has_option(osd_bin, name, env=None):
+    return sh(osd_bin, "--show-config-value", name, check=False, env=env).returncode == 0
+
+
+# Upstream's way to skip device IO, for a ceph-osd without bluestore_io_mock
+# (Debian's stock packages). Set at run time, once the pool is active: set from
+# mkfs on, the pool's PGs never become active (measured: the first write hangs).
+UPSTREAM_IO_MOCK = {"bluestore_debug_omit_block_device_write": "true", "bluestore_debug_omit_kv_commit": "true"}
+
+
+def choose_io_mock(spec: NodeSpec, cluster: Cluster) -> str:
+    """The IO-mock variant: our bluestore_io_mock where this ceph-osd has it,
+    upstream's two debug options otherwise. Returns which one, for the record."""
+    if osd_has_option(cluster.osd_bin, "bluestore_io_mock", cluster.osd_env):
+        spec.conf.setdefault("osd", {})["bluestore_io_mock"] = "true"
+        return "bluestore_io_mock"
+    spec.runtime_conf.setdefault("osd", {}).update(UPSTREAM_IO_MOCK)
+    return "upstream debug options (this ceph-osd has no bluestore_io_mock)"

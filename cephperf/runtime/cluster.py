@@ -1,0 +1,218 @@
+"""Bring-up and teardown of the single-node cluster, inside the runtime root.
+
+One mon (msgr v2 and v1 on 127.0.0.1) and one OSD, BlueStore on a
+file-backed device, a size-1 pool; a mgr only when the spec asks (the
+IO-mock test reads a health warning); no cephadm, no systemd. The daemons are
+children of this process and are stopped by it; the namespaces they run in
+make sure nothing outlives it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from .record import NodeError
+from .spec import NodeSpec
+
+
+def sh(*cmd, timeout=120, check=True, **kw):
+    try:
+        r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired:
+        raise NodeError(f"{' '.join(map(str, cmd[:6]))} did not finish within {timeout} s")
+    if check and r.returncode != 0:
+        raise NodeError(f"{' '.join(map(str, cmd))} failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-800:]}")
+    return r
+
+
+def log(msg):
+    print(f"[node] {msg}", file=sys.stderr, flush=True)
+
+
+def conf_value(v) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def debug_subsystems():
+    r = sh("ceph-conf", "-c", "/dev/null", "-D", check=False)
+    names = [line.split("=")[0].strip() for line in r.stdout.splitlines() if line.startswith("debug_")]
+    if not names:
+        raise NodeError("could not list the debug_* options with ceph-conf -D")
+    return names
+
+
+def base_conf(state: Path, spec: NodeSpec) -> dict:
+    s, port, v1 = state, spec.port, spec.v1_port
+    return {
+        "global": {
+            "fsid": str(uuid.uuid4()),
+            "mon_host": f"[v2:127.0.0.1:{port},v1:127.0.0.1:{v1}]",
+            "auth_cluster_required": "none", "auth_service_required": "none", "auth_client_required": "none",
+            "mon_allow_pool_size_one": "true", "mon_warn_on_pool_no_redundancy": "false",
+            "osd_pool_default_size": "1", "osd_pool_default_min_size": "1", "osd_crush_chooseleaf_type": "0",
+            # Sane full ratios, below BlueStore's own failsafe, so that a
+            # profile that writes too much is stopped by the mon, not by an abort.
+            "mon_osd_full_ratio": "0.90", "mon_osd_backfillfull_ratio": "0.85", "mon_osd_nearfull_ratio": "0.80",
+            "run_dir": f"{s}/run", "admin_socket": f"{s}/run/$name.asok",
+            "pid_file": f"{s}/run/$name.pid", "log_file": f"{s}/log/$name.log",
+            "ms_bind_ipv6": "false", "public_addr": "127.0.0.1",
+        },
+        "mon": {"mon_data": f"{s}/mon/$cluster-$id"},
+        "mgr": {"mgr_data": f"{s}/mgr/$cluster-$id"},
+        "osd": {
+            "osd_data": f"{s}/osd/$cluster-$id", "osd_objectstore": "bluestore",
+            "bluestore_block_path": f"{s}/osd/block", "bluestore_block_create": "true",
+            "bluestore_block_size": str(int(spec.device_gib * (1 << 30))),
+            "osd_crush_update_on_start": "true",
+        },
+    }
+
+
+class Cluster:
+    def __init__(self, spec: NodeSpec):
+        self.spec = spec
+        self.state = Path(spec.state_dir)
+        self.conf = self.state / "ceph.conf"
+        self.procs = {}
+        self.osd_bin = spec.osd_binary or "/usr/bin/ceph-osd"
+        if spec.external:  # an existing cluster: no bring-up, its own conf, keyring and pool
+            ext = spec.external
+            self.conf = Path(ext["conf"])
+            self.rados = ["rados", "-c", ext["conf"], "-k", ext["keyring"], "-p", ext["pool"]]
+        else:
+            self.rados = ["rados", "-c", str(self.conf), "-p", "bench"]
+        self.osd_env = dict(os.environ)
+        if spec.ld_library_path:
+            self.osd_env["LD_LIBRARY_PATH"] = spec.ld_library_path
+
+    def ceph(self, *args, timeout=60):
+        return sh("ceph", "-c", self.conf, *args, timeout=timeout)
+
+    def write_conf(self):
+        conf = base_conf(self.state, self.spec)
+        for section, values in self.spec.conf.items():
+            for k, v in values.items():
+                names = debug_subsystems() if k == "debug_*" else [k]  # every debug subsystem this build knows
+                for name in names:
+                    conf.setdefault(section, {})[name] = conf_value(v)
+        self.conf.write_text("".join(f"[{sec}]\n" + "".join(f"{k} = {v}\n" for k, v in vals.items()) + "\n"
+                                     for sec, vals in conf.items()))
+
+    def start(self, name, argv, env=None):
+        logf = open(self.state / "log" / f"{name}.stdout", "w")
+        self.procs[name] = subprocess.Popen([str(a) for a in argv], stdout=logf, stderr=subprocess.STDOUT,
+                                            env=env or os.environ)
+
+    def start_osd(self):
+        self.start("osd.0", [self.osd_bin, "-c", self.conf, "-i", "0", "-f"], env=self.osd_env)
+        return self.procs["osd.0"]
+
+    def stop_osd(self):
+        proc = self.procs.pop("osd.0")
+        proc.terminate()
+        proc.wait(timeout=120)
+
+    def osd_pid(self) -> int:
+        return self.procs["osd.0"].pid
+
+    def start_mon(self):
+        s = self.state
+        fsid = re.search(r"fsid = (\S+)", self.conf.read_text()).group(1)
+        sh("monmaptool", "--create", "--fsid", fsid, "--addv", "a",
+           f"[v2:127.0.0.1:{self.spec.port},v1:127.0.0.1:{self.spec.v1_port}]", s / "monmap")
+        sh("ceph-authtool", "--create-keyring", s / "mon.keyring", "--gen-key", "-n", "mon.", "--cap", "mon", "allow *")
+        sh("ceph-mon", "-c", self.conf, "--mkfs", "-i", "a", "--monmap", s / "monmap", "--keyring", s / "mon.keyring")
+        self.start("mon.a", ["ceph-mon", "-c", self.conf, "-i", "a", "-f"])
+        # Blocks until the mon answers (bounded by the timeout).
+        self.ceph("--connect-timeout", "60", "mon", "stat", timeout=90)
+        if self.spec.mgr:  # only what reads health checks from the OSD needs one
+            (s / "mgr" / "ceph-x").mkdir(parents=True, exist_ok=True)
+            self.start("mgr.x", ["ceph-mgr", "-c", self.conf, "-i", "x", "-f"])
+
+    def make_osd(self):
+        osd_uuid = str(uuid.uuid4())
+        osd_id = self.ceph("osd", "new", osd_uuid).stdout.strip()
+        if osd_id != "0":
+            raise NodeError(f"expected osd.0, the mon allocated osd.{osd_id}")
+        sh(self.osd_bin, "-c", self.conf, "-i", "0", "--mkfs", "--osd-uuid", osd_uuid, timeout=300, env=self.osd_env)
+        self.start_osd()
+
+    def make_pool(self):
+        self.ceph("osd", "pool", "create", "bench", "32", "32", "replicated")
+        self.ceph("osd", "pool", "set", "bench", "size", "1", "--yes-i-really-mean-it")
+        self.ceph("osd", "pool", "application", "enable", "bench", "rados")
+        # A write blocks until the pool's PG is active: the wait is the write itself.
+        try:
+            sh("rados", "-c", self.conf, "-p", "bench", "put", "ceph-perf-probe", self.conf, timeout=180)
+        except NodeError as e:
+            raise NodeError(f"the pool never became writable: {e}; {self.cause()}")
+        sh("rados", "-c", self.conf, "-p", "bench", "rm", "ceph-perf-probe", timeout=60)
+
+    def up(self):
+        for d in ("run", "log", "mon/ceph-a", "osd/ceph-0"):
+            (self.state / d).mkdir(parents=True, exist_ok=True)
+        self.write_conf()
+        self.start_mon()
+        self.make_osd()
+        self.make_pool()
+        self.check_alive()
+        # Options that only work once the OSD is up (the IO-mock switches: with
+        # them set from mkfs on, the pool never becomes active).
+        for k, v in self.spec.runtime_conf.get("osd", {}).items():
+            self.ceph("tell", "osd.0", "config", "set", k, conf_value(v))
+            log(f"osd.0: {k} = {v} set at run time")
+        log(f"cluster up: mon v2 127.0.0.1:{self.spec.port}, osd.0 ({self.osd_bin}), {self.spec.device_gib} GiB device")
+
+    def check_alive(self):
+        for name, p in self.procs.items():
+            if p.poll() is not None:
+                raise NodeError(f"{name} exited with status {p.returncode}: {self.cause(name)}")
+
+    def log_tail(self, name, n=15):
+        lines = []
+        for f in (self.state / "log" / f"{name}.log", self.state / "log" / f"{name}.stdout"):
+            if f.exists():
+                with open(f, "rb") as fh:
+                    fh.seek(max(0, f.stat().st_size - 200_000))
+                    lines += fh.read().decode(errors="replace").splitlines()[-n:]
+        return lines[-n:]
+
+    def cause(self, name="osd.0"):
+        return cause(self.log_tail(name, 40), self.log_tail(name, 15))
+
+    def down(self):
+        for name in reversed(list(self.procs)):
+            p = self.procs[name]
+            if p.poll() is None:
+                p.terminate()
+        for name, p in self.procs.items():
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def osdmap_full(self):
+        try:
+            dump = json.loads(self.ceph("osd", "dump", "--format", "json", timeout=20).stdout)
+        except (NodeError, ValueError, subprocess.TimeoutExpired):
+            return False
+        return "full" in dump.get("flags", "") or any("full" in o.get("state", []) for o in dump.get("osds", []))
+
+
+def cause(tail40: list[str], tail15: list[str]) -> str:
+    """Why a daemon stopped, read from its log's last lines: full, aborted, or just stopped."""
+    tail = "\n".join(tail40)
+    aborted = re.search(r"Caught signal|ceph_abort|abort\(\)|FAILED ceph_assert|unexpected error", tail)
+    if re.search(r"No space left|ENOSPC|\(28\)|_do_alloc_write failed|allocate failed|failsafe full", tail, re.I):
+        kind = "OSD full (out of space)" + (", aborted" if aborted else "")
+    elif aborted:
+        kind = "OSD aborted"
+    else:
+        kind = "OSD stopped"
+    return kind + "; last log lines:\n  " + "\n  ".join(tail15)

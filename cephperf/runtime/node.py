@@ -1,0 +1,50 @@
+"""The bench's node side, run inside the runtime root (python3 stdlib only).
+
+  python3 -m cephperf.runtime.node round SPEC.json     fresh mon + OSD, one benchmark, metrics, teardown
+  python3 -m cephperf.runtime.node serve SPEC.json     fresh mon + OSD, then hold until SIGTERM (bench/cluster up)
+  python3 -m cephperf.runtime.node external SPEC.json  the benchmark against an existing cluster
+
+The record goes to SPEC.state_dir/record.json, whatever happens.
+"""
+import json
+import signal
+import sys
+from pathlib import Path
+
+from .checks import choose_io_mock, install_packages
+from .cluster import Cluster
+from .measure import perf_supported, run_profile
+from .record import recorded
+from .spec import NodeSpec
+
+
+def round_(command: str, spec: NodeSpec, cluster: Cluster, result: dict) -> None:
+    install_packages(spec)
+    if spec.perf and not perf_supported():
+        spec.perf = False
+        result["perf"] = "cycles not supported on this machine"
+    if spec.io_mock and command != "external":
+        result["io_mock"] = choose_io_mock(spec, cluster)
+    if command != "external":
+        cluster.up()
+    if command == "serve":
+        (Path(spec.state_dir) / "up").write_text(json.dumps({"conf": str(cluster.conf)}))
+        signal.pause()
+        return
+    result.update(run_profile(cluster))
+    result.setdefault("perf", "perf stat not requested")
+
+
+def main():
+    command, spec = sys.argv[1], NodeSpec.load(Path(sys.argv[2]))
+    cluster = Cluster(spec)
+    with recorded(Path(spec.state_dir)) as result:
+        try:
+            round_(command, spec, cluster, result)
+        finally:
+            cluster.down()
+    return 0 if result["ok"] else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+#!/bin/bash
+# ci/check-flags, inside the build root, cwd = the tree (seen through an
+# overlay): configure one case and leave ceph.json and rocksdb.json (the
+# compile commands the build would run) in $OUT.
+set -eu
+export CMAKE_EXPORT_COMPILE_COMMANDS=ON   # cmake >= 3.17 reads it, RocksDB's configure too
+case "$CASE" in
+  a|a-debian)
+    if [ "$CASE" = a-debian ]; then patch -R -p1 -s --fuzz=0 < "$RULES_DELTA"; fi
+    dpkg-buildpackage -T override_dh_auto_configure --no-sign -nc
+    B=obj-$(dpkg-architecture -qDEB_HOST_GNU_TYPE) ;;
+  b)
+    env -u CFLAGS -u CXXFLAGS -u CPPFLAGS -u LDFLAGS \
+      cmake -S . -B /tmp/b -G Ninja -C "$MINIMAL" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    B=/tmp/b ;;
+  c)
+    patch -p1 -s --fuzz=0 < "$FIXTURE"
+    . "$(dirname "$0")/dpkg-buildflags.sh"
+    cmake -S . -B /tmp/c -G Ninja -C "$MINIMAL" -DCMAKE_BUILD_TYPE=None
+    B=/tmp/c ;;
+esac
+# Run RocksDB's own configure step through the generator that dh or we chose
+# (dh's cmake build system uses Makefiles, we use Ninja).
+if [ -f "$B/build.ninja" ]; then
+  stamp=$(ninja -C "$B" -t targets all | sed -n 's/^\([^:]*rocksdb_ext-configure\):.*/\1/p' | head -n1)
+  [ -n "$stamp" ] || { echo "no rocksdb_ext configure step in $B"; exit 3; }
+  ninja -C "$B" "$stamp"
+else
+  mk=src/CMakeFiles/rocksdb_ext.dir/build.make
+  stamp=$(sed -n 's/^\([^: ]*rocksdb_ext-stamp\/rocksdb_ext-configure\):.*/\1/p' "$B/$mk" | head -n1)
+  [ -n "$stamp" ] || { echo "no rocksdb_ext configure step in $B/$mk"; exit 3; }
+  (cd "$B" && make -f "$mk" "$stamp")
+fi
+cp "$B/compile_commands.json" "$OUT/ceph.json"
+cp "$B/src/rocksdb/compile_commands.json" "$OUT/rocksdb.json"

@@ -1,0 +1,55 @@
+"""The node contract: what the host writes and every node-side run reads.
+
+One definition, imported on both sides (the runtime package is stdlib only,
+so the host can import it too). The host saves it as JSON in the run's state
+directory; the node loads it, and an unknown field is an error on both sides.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+
+@dataclass
+class NodeSpec:
+    # Where the run keeps its cluster, logs and record (a host path, bound into the root).
+    state_dir: str
+    # The mon's msgr v2 and v1 ports on 127.0.0.1; spare_ports for a second cluster.
+    port: int = 0
+    v1_port: int = 0
+    spare_ports: list[int] = field(default_factory=list)
+    device_gib: float = 4
+    # ceph.conf sections set from mkfs on, and [osd] options set once the OSD is up.
+    conf: dict = field(default_factory=dict)
+    runtime_conf: dict = field(default_factory=dict)
+    mgr: bool = False
+    # What the side runs: .debs laid over the stock packages, an apt line, or a built ceph-osd.
+    debs: list[str] = field(default_factory=list)
+    apt_line: str | None = None
+    osd_binary: str | None = None
+    ld_library_path: str | None = None
+    # The benchmark of a round (a profile's [bench] table) and how it is watched.
+    bench: dict = field(default_factory=dict)
+    io_mock: bool = False
+    stall_seconds: int = 20
+    perf: bool = False
+    threads: bool = False
+    progress: bool = False
+    # An existing cluster to measure instead of bringing one up: conf, keyring, pool.
+    external: dict | None = None
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> "NodeSpec":
+        data = json.loads(Path(path).read_text())
+        unknown = set(data) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"{path}: fields the node contract does not define: {sorted(unknown)}")
+        return cls(**data)
+
+
+# Every node-side run leaves its result here, in its state directory.
+RECORD = "record.json"

@@ -1,0 +1,79 @@
+"""Runs inside a throwaway overlay of the trixie runtime root (ci/upgrade-test).
+
+An OSD made with Debian's stock packages must keep its data across an upgrade
+to our repository's ceph-osd and a downgrade back to Debian's. Objects are
+written with known sha256 sums and read back after each step.
+"""
+import os
+import sys
+from pathlib import Path
+
+from .checks import Objects, add_apt_line, installed_version
+from .cluster import Cluster, sh
+from .record import NodeError, recorded
+from .spec import NodeSpec
+
+
+def candidate_version(pkg: str) -> str:
+    out = sh("apt-cache", "policy", pkg).stdout
+    for line in out.splitlines():
+        if line.strip().startswith("Candidate:"):
+            return line.split(":", 1)[1].strip()
+    raise NodeError(f"apt-cache policy {pkg} shows no candidate:\n{out}")
+
+
+def apt_install(*args: str) -> None:
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    sh("apt-get", "install", "-y", "-q", "-o", "Dpkg::Options::=--force-confold", *args, timeout=900, env=env)
+
+
+def swap_package(cluster: Cluster, *apt_args: str, want: str) -> str:
+    """Stop the OSD, change ceph-osd with apt, start it again on the same store."""
+    cluster.stop_osd()
+    apt_install(*apt_args)
+    now = installed_version("ceph-osd")
+    if now != want:
+        raise NodeError(f"after apt-get install {' '.join(apt_args)} ceph-osd is {now}, expected {want}")
+    cluster.start_osd()
+    return now
+
+
+def upgrade_and_downgrade(spec: NodeSpec, cluster: Cluster, result: dict) -> None:
+    add_apt_line(spec.apt_line)
+    stock = installed_version("ceph-osd")
+    candidate = candidate_version("ceph-osd")
+    result.update(stock=stock, candidate=candidate, steps=[])
+    if "+perf" not in candidate:
+        raise NodeError(f"apt-get install ceph-osd would pick {candidate}, not a +perfN version from our repository")
+    result["steps"].append(f"apt picks {candidate} over Debian's {stock}")
+    cluster.up()
+    objects = Objects(cluster, spec.state_dir)
+    objects.write("stock")
+    objects.verify("written by Debian's ceph-osd")
+
+    now = swap_package(cluster, "ceph-osd", want=candidate)
+    objects.verify(f"after the upgrade to {now}")
+    objects.write("perf")
+    objects.verify(f"written by {now}")
+    result["steps"].append(f"upgraded to {now}: data intact, new writes intact")
+
+    now = swap_package(cluster, "--allow-downgrades", f"ceph-osd={stock}", want=stock)
+    objects.verify(f"after the downgrade to {now}")
+    result["steps"].append(f"downgraded to {now}: all {len(objects.sums)} objects intact")
+
+
+def main():
+    spec = NodeSpec.load(Path(sys.argv[1]))
+    cluster = Cluster(spec)
+    with recorded(Path(spec.state_dir)) as result:
+        try:
+            upgrade_and_downgrade(spec, cluster, result)
+        except NodeError as e:
+            raise NodeError(f"{e}; {cluster.cause() if cluster.procs else ''}")
+        finally:
+            cluster.down()
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

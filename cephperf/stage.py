@@ -1,0 +1,51 @@
+"""The skeleton every producing stage shares: one output directory keyed by
+its hashed inputs, made under a lock, swapped into place whole, stamped.
+
+A stage whose inputs have not changed does nothing. An interrupted stage
+leaves either the previous complete output or none, never a half-written one:
+the new output is made in a sibling directory that a later run discards.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from .common import locked, log, read_stamp, replace_dir, rmtree, write_stamp
+
+
+def current(out: Path, key: str, valid: Callable[[dict], bool] = lambda stamp: True) -> dict | None:
+    """The stamp of `out` if it was made from these inputs (and `valid` accepts it)."""
+    stamp = read_stamp(out / "stamp.json")
+    if stamp and stamp.get("inputs") == key and valid(stamp):
+        return stamp
+    return None
+
+
+def produce(out: Path, key: str, make: Callable[[Path], dict], *,
+            valid: Callable[[dict], bool] = lambda stamp: True, force: bool = False,
+            keep_failed: bool = False) -> dict:
+    """`out`'s stamp, making `out` first unless it is current.
+
+    make(new) fills the fresh directory `new` and returns the fields to stamp
+    it with; `new` then replaces `out` in one step. A concurrent run of the
+    same stage waits for the lock and then finds the output current.
+    keep_failed leaves what a failing make() wrote in `new`, for diagnosis
+    (its logs); the next run discards it.
+    """
+    with locked(out.with_name(f".{out.name}.lock")):
+        stamp = None if force else current(out, key, valid)
+        if stamp:
+            log(f"up to date (inputs unchanged): {out}")
+            return stamp
+        new = out.with_name(f".{out.name}.new")
+        rmtree(new)  # whatever an interrupted run left is never trusted
+        new.mkdir(parents=True)
+        try:
+            fields = make(new)
+        except BaseException:
+            if not keep_failed:
+                rmtree(new)
+            raise
+        write_stamp(new / "stamp.json", inputs=key, **fields)
+        replace_dir(new, out)
+    return read_stamp(out / "stamp.json")

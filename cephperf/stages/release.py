@@ -1,0 +1,81 @@
+"""ci/release: the main job. Runs every stage in order, stops at the first
+that fails and names it. A re-run after an interrupt resumes: the long stages
+(source, buildroot, build-debs, publish-repo) skip their work when their
+inputs are unchanged, and this job skips a check stage (audit, upgrade test,
+gate) that already passed on the same packages with the same tools.
+
+  source -> buildroot -> check-flags -> patch-tests -> build-debs
+         -> audit-flags -> io-mock-test -> publish-repo -> upgrade-test
+         -> gate (candidate vs Debian stock)
+
+  --profile osd-only (default): ceph-osd + ceph-osd-dbg over Debian's set,
+                                about an hour on 2 cores with a cold ccache
+  --profile full:               the whole drop-in set, many hours
+"""
+import argparse
+import subprocess
+import time
+from pathlib import Path
+
+from cephperf import paths
+from cephperf.common import hash_inputs, log, main_wrapper, read_stamp, write_stamp
+
+CI = paths.REPO / "ci"
+PACKAGE = paths.REPO / "cephperf"
+
+
+def stages(profile: str):
+    """(name, command, inputs): a check stage with inputs is skipped when it
+    passed before on the same inputs; the others skip their own work."""
+    debs = paths.debs_out(profile)
+    reports = paths.build_dir() / "reports"  # the audit and gate of a release keep reports of their own
+    node_side = PACKAGE / "runtime"
+    return [
+        ("source", [CI / "source"], None),
+        ("buildroot", [CI / "buildroot", "create"], None),
+        ("check-flags", [CI / "check-flags"], None),
+        ("patch-tests", [CI / "patch-tests"], None),
+        ("build-debs", [CI / "build-debs", "--profile", profile], None),
+        ("audit-flags", [CI / "audit-flags", "--debs", debs, "--out", reports / "audit-release"],
+         [debs / "stamp.json", PACKAGE / "stages" / "audit_flags.py", PACKAGE / "build" / "audit.py",
+          paths.AUDIT_RULES]),
+        ("io-mock-test", [CI / "io-mock-test", "--debs", debs],
+         [debs / "stamp.json", PACKAGE / "stages" / "io_mock_test.py", PACKAGE / "nodes.py", node_side]),
+        ("publish-repo", [CI / "publish-repo", "--profile", profile], None),
+        ("upgrade-test", [CI / "upgrade-test"],
+         [debs / "stamp.json", PACKAGE / "stages" / "upgrade_test.py", PACKAGE / "nodes.py", node_side]),
+        ("gate", [paths.BENCH / "gate", "--baseline", "debian", "--candidate", debs, "--out", reports / "gate-release"],
+         [debs / "stamp.json", paths.BENCH, PACKAGE / "bench", PACKAGE / "stages" / "gate.py", node_side]),
+    ]
+
+
+def execute():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--profile", choices=["osd-only", "full"], default="osd-only")
+    args = p.parse_args()
+    t_all = time.monotonic()
+    for name, cmd, check_inputs in stages(args.profile):
+        passed = paths.reports("release") / f"{name}.json"
+        key = None
+        if check_inputs is not None:
+            key = hash_inputs([(str(p), p) for p in check_inputs if Path(p).exists()])
+            stamp = read_stamp(passed)
+            if stamp and stamp.get("inputs") == key:
+                log(f"stage {name}: passed before on the same packages and tools, skipped")
+                continue
+        log(f"stage {name}: starting")
+        t0 = time.monotonic()
+        rc = subprocess.run([str(c) for c in cmd]).returncode
+        if rc != 0:
+            print(f"release: FAILED at stage {name} (exit {rc}); fix it and re-run ci/release to resume")
+            return rc
+        if key is not None:
+            write_stamp(passed, inputs=key, seconds=round(time.monotonic() - t0))
+        log(f"stage {name}: done in {time.monotonic() - t0:.0f} s")
+    print(f"release: all stages passed in {time.monotonic() - t_all:.0f} s")
+    return 0
+
+
+
+def main():
+    main_wrapper(execute)

@@ -1,0 +1,92 @@
+"""bench/acceptance with a stand-in gate: verdicts checked against expectations, and resuming."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+from tests.helpers import REPO
+
+from cephperf.leftovers import our_daemons
+
+ACCEPTANCE = REPO / "bench" / "acceptance"
+
+# Stands in for bench/gate (see its docstring).
+STAND_IN = Path(__file__).resolve().parent / "standins" / "gate.py"
+
+
+class AcceptanceTest(unittest.TestCase):
+    def setUp(self):
+        if our_daemons():
+            # acceptance refuses to start then (tested below), and rightly so
+            self.skipTest("a bench run is in progress on this machine")
+        self.tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(subprocess.run, ["rm", "-rf", str(self.tmp)])
+        self.gate = STAND_IN
+        self.log = self.tmp / "calls"
+        self.out = self.tmp / "out"
+
+    def acceptance(self, mode="honest", interrupt_at=0, *extra):
+        env = dict(os.environ, STAND_IN_LOG=str(self.log), STAND_IN_MODE=mode,
+                   STAND_IN_INTERRUPT_AT=str(interrupt_at))
+        return subprocess.run([str(ACCEPTANCE), "--runs", "2", "--gate", str(self.gate), "--out", str(self.out),
+                               *extra], env=env, capture_output=True, text=True, timeout=120)
+
+    def summary(self):
+        return json.loads((self.out / "summary.json").read_text())
+
+    def calls(self):
+        return self.log.read_text().split() if self.log.exists() else []
+
+    def test_expected_verdicts_pass(self):
+        r = self.acceptance("honest")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.calls(), ["aa-1", "aa-2", "ab-1", "ab-2"])
+        self.assertIn("4 of 4 runs as expected", (self.out / "summary.md").read_text())
+        self.assertIn("| ab-1 | 1 | 1 |", (self.out / "summary.md").read_text())
+        self.assertIn("0.8 [0.75, 0.85]", (self.out / "summary.md").read_text())
+
+    def test_a_gate_blind_to_the_regression_fails_acceptance(self):
+        r = self.acceptance("blind")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        runs = {x["name"]: x for x in self.summary()["runs"]}
+        self.assertTrue(runs["aa-1"]["ok"] and runs["aa-2"]["ok"])
+        self.assertFalse(runs["ab-1"]["ok"] or runs["ab-2"]["ok"])
+        self.assertIn("2 of 4 runs as expected", (self.out / "summary.md").read_text())
+
+    def test_an_interrupted_acceptance_resumes_at_its_first_missing_run(self):
+        r = self.acceptance("honest", 3)
+        self.assertEqual(r.returncode, 130, r.stdout + r.stderr)
+        self.assertEqual([x["name"] for x in self.summary()["runs"]], ["aa-1", "aa-2"])
+        r = self.acceptance("honest")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("resuming: 2 run(s) already done", r.stderr)
+        # ab-1 was interrupted part-way, so it runs again whole; aa-1 and aa-2 do not
+        self.assertEqual(self.calls(), ["aa-1", "aa-2", "ab-1", "ab-1", "ab-2"])
+        self.assertIn("4 of 4 runs as expected", (self.out / "summary.md").read_text())
+
+    def test_refuses_to_start_beside_a_running_bench(self):
+        # a process the leftover check takes for the bench's rados: argv[0]
+        # "rados" and "ceph-perf" in its arguments; it blocks on its stdin
+        squatter = subprocess.Popen(["bash", "-c", 'exec -a rados python3 -c "import sys; sys.stdin.read()" ceph-perf'],
+                                    stdin=subprocess.PIPE)
+        self.addCleanup(squatter.wait, 30)
+        self.addCleanup(squatter.kill)
+        self.addCleanup(squatter.stdin.close)
+        r = self.acceptance("honest")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("bench processes are already running", r.stderr)
+        self.assertIn("bench/cluster down", r.stderr)
+        self.assertEqual(self.calls(), [])
+        self.assertFalse((self.out / "summary.json").exists())
+
+    def test_fresh_starts_over(self):
+        self.assertEqual(self.acceptance("honest").returncode, 0)
+        r = self.acceptance("honest", 0, "--fresh")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.calls(), ["aa-1", "aa-2", "ab-1", "ab-2"] * 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

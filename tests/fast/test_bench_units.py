@@ -1,0 +1,154 @@
+"""The bench's pure functions on fixtures: what a side runs, the round spec
+(the node contract), rados bench's summary, the completion-path counters,
+the cause of a stopped OSD, and the Markdown report."""
+import tempfile
+import unittest
+from pathlib import Path
+
+from cephperf.bench.report import markdown
+from cephperf.bench.rounds import load_profile, parse_source, round_spec
+from cephperf.bench.stats import judge
+from cephperf.common import EXIT_ERROR, StageError, load_toml
+from cephperf.paths import RULES
+from cephperf.runtime.cluster import cause
+from cephperf.runtime.measure import counter_delta, parse_summary, queue_report, thread_report
+from cephperf.runtime.record import NodeError
+from cephperf.runtime.spec import NodeSpec
+
+RADOS_BENCH_TAIL = """\
+    9      16      2190      2174   0.94341   0.957031    0.0124    0.0652
+Total time run:         10.0371
+Total writes made:      2191
+Write size:             4096
+Object size:            4096
+Bandwidth (MB/sec):     0.852
+Stddev Bandwidth:       0.0727
+Max bandwidth (MB/sec): 0.957
+Min bandwidth (MB/sec): 0.75
+Average IOPS:           218
+Stddev IOPS:            18.6
+Max IOPS:               245
+Min IOPS:               192
+Average Latency(s):     0.0730
+Stddev Latency(s):      0.0411
+Max latency(s):         0.395
+Min latency(s):         0.0113
+""".splitlines()
+
+
+class ParseSourceTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = Path(self._tmp.name)
+        self.addCleanup(self._tmp.cleanup)
+
+    def test_debian(self):
+        self.assertEqual(parse_source("debian"), {"source": "debian"})
+
+    def test_apt_line_binds_the_repository_and_its_key(self):
+        line = f"deb [signed-by={self.tmp}/repo/k.gpg] file:{self.tmp}/repo trixie main"
+        side = parse_source(line)
+        self.assertEqual(side["apt_line"], line)
+        self.assertEqual(side["bind"], f"{self.tmp}/repo")
+
+    def test_development_build(self):
+        (self.tmp / "ceph-osd").write_text("")
+        side = parse_source(str(self.tmp))
+        self.assertEqual(side["osd_binary"], str(self.tmp / "ceph-osd"))
+        self.assertEqual(side["ld_library_path"], "")
+
+    def test_debs_without_the_debug_packages(self):
+        for name in ("ceph-osd_1_amd64.deb", "ceph-osd-dbg_1_amd64.deb", "ceph-mon-dbgsym_1_amd64.deb"):
+            (self.tmp / name).write_text("")
+        self.assertEqual(parse_source(str(self.tmp))["debs"], [str(self.tmp / "ceph-osd_1_amd64.deb")])
+
+    def test_anything_else_is_refused_with_exit_2(self):
+        with self.assertRaises(StageError) as e:
+            parse_source(str(self.tmp / "missing"))
+        self.assertEqual(e.exception.code, EXIT_ERROR)
+        self.assertIn("missing", str(e.exception))
+
+
+class RoundSpecTest(unittest.TestCase):
+    def test_seconds_override_caps_the_prefill(self):
+        prof = load_profile("4k-randread", "defaults")
+        spec = round_spec(Path("/state"), prof, {"debs": ["a.deb"]}, {"osd": {"x": "1"}}, 5, 20, False)
+        self.assertEqual(spec.bench["seconds"], 5)
+        self.assertEqual(spec.bench["prefill_seconds"], 5)
+        self.assertEqual(spec.debs, ["a.deb"])
+        self.assertEqual(spec.conf, {"osd": {"x": "1"}})
+        self.assertNotEqual(spec.port, spec.v1_port)
+
+    def test_the_contract_round_trips_and_refuses_unknown_fields(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            f = Path(tmp) / "spec.json"
+            spec = NodeSpec(state_dir="/s", port=1, v1_port=2, apt_line="deb x trixie main")
+            spec.save(f)
+            self.assertEqual(NodeSpec.load(f), spec)
+            f.write_text('{"state_dir": "/s", "apt_source": "deb x"}')
+            with self.assertRaisesRegex(ValueError, "apt_source"):
+                NodeSpec.load(f)
+
+
+class MeasureTest(unittest.TestCase):
+    def test_rados_bench_summary(self):
+        s = parse_summary(RADOS_BENCH_TAIL)
+        self.assertEqual(s["ops"], 2191)
+        self.assertEqual(s["iops"], 218)
+        self.assertAlmostEqual(s["lat_avg_s"], 0.0730)
+        self.assertAlmostEqual(s["lat_max_s"], 0.395)
+
+    def test_no_summary_names_the_last_lines(self):
+        with self.assertRaisesRegex(NodeError, "no summary: .*error connecting"):
+            parse_summary(["error connecting to the cluster"])
+
+    def test_counter_deltas(self):
+        before = {"bluestore": {"kv_sync_lat": {"avgcount": 10, "sum": 0.5}},
+                  "finisher-x": {"complete_latency": {"avgcount": 0, "sum": 0}}}
+        after = {"bluestore": {"kv_sync_lat": {"avgcount": 30, "sum": 1.5}},
+                 "finisher-x": {"queue_len": 3, "complete_latency": {"avgcount": 4, "sum": 0.002}}}
+        self.assertEqual(counter_delta(before, after, "bluestore", "kv_sync_lat"), {"count": 20, "avg_ms": 50.0})
+        q = queue_report(before, after)
+        self.assertEqual(q["finisher-x"], {"queue_len_now": 3, "complete_latency": {"count": 4, "avg_ms": 0.5}})
+        self.assertEqual(q["bluestore.kv_sync_lat"]["count"], 20)
+
+    def test_thread_report_groups_by_name(self):
+        before = {"1": ("tp_osd_tp", 1.0), "2": ("tp_osd_tp", 2.0)}
+        after = {"1": ("tp_osd_tp", 6.0), "2": ("tp_osd_tp", 3.0), "3": ("msgr-worker-0", 4.0)}
+        r = thread_report(before, after, 10.0)
+        self.assertEqual(r["busiest"][0]["cpu_percent"], 50.0)
+        self.assertEqual(r["by_name"]["tp_osd_tp"], {"threads": 2, "cpu_percent": 60.0, "busiest_thread_percent": 50.0})
+
+
+class CauseTest(unittest.TestCase):
+    def test_full(self):
+        self.assertTrue(cause(["bluestore _do_alloc_write failed to allocate", "ceph_abort"], ["x"])
+                        .startswith("OSD full (out of space), aborted"))
+
+    def test_aborted(self):
+        self.assertTrue(cause(["FAILED ceph_assert(p)"], ["last"]).startswith("OSD aborted; last log lines:\n  last"))
+
+    def test_stopped(self):
+        self.assertTrue(cause(["shutdown"], []).startswith("OSD stopped"))
+
+
+class ReportTest(unittest.TestCase):
+    def test_markdown_names_verdict_rules_and_rounds(self):
+        records = [{"round": 2 * i + 1 + k, "pair": i + 1, "side": side, "iops": iops, "osd_cpu_us_per_op": cpu,
+                    "perf": "cycles not supported on this machine"}
+                   for i in range(3) for k, (side, iops, cpu) in
+                   enumerate((("baseline", 1000.0 + i, 300.0), ("candidate", 500.0 + i, 700.0)))]
+        j = judge(records, load_toml(RULES / "default.toml"))
+        rep = {"verdict": "regression", "profile": "4k-write", "description": "4 KiB writes", "variant": "defaults",
+               "rounds": 3, "sides": {"baseline": {"source": "debian"},
+                                      "candidate": {"source": "debian", "conf": "bench/conf/debug-20.conf"}},
+               "judgement": j, "records": records}
+        md = markdown(rep)
+        self.assertIn("# Performance gate: REGRESSION", md)
+        self.assertIn("- candidate: `debian` + `bench/conf/debug-20.conf`", md)
+        self.assertRegex(md, r"\| IOPS \| higher \| 5% \| 1,001 \| 501 \| 0\.50\d \| \[[\d.]+, [\d.]+\] \| regression \|")
+        self.assertIn("| 6 | candidate | 502 |", md)  # rounds in order, alternating
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,80 @@
+"""Pure functions of the build side on fixtures: judging compile commands
+(check-flags), and turning a compile database entry into the patch-level
+checks' commands (patch_tests_helper, which runs inside the build root)."""
+import json
+import tempfile
+import unittest
+from pathlib import Path
+
+from cephperf.build.flags import judge_case
+from cephperf.runtime.patch_tests_helper import command_for, load_database, retarget
+
+GOOD = "-g -O2 -fstack-protector-strong -D_FORTIFY_SOURCE=2 -DNDEBUG"
+
+
+def db(flags: str, files: list[str], extra: str = "") -> list[dict]:
+    return [{"directory": "/b", "file": f, "command": f"c++ {flags} {extra} -c {f} -o {f}.o"} for f in files]
+
+
+CEPH = ["src/osd/PrimaryLogPG.cc", "src/common/TrackedOp.cc"]
+ROCKSDB = ["db/db_impl/db_impl.cc", "util/crc32c.c"]
+
+
+class JudgeCaseTest(unittest.TestCase):
+    def test_release_flags_pass_and_probes_are_shown(self):
+        r = judge_case("a", db(GOOD, CEPH), db(GOOD, ROCKSDB, "-DROCKSDB_PORTABLE"))
+        self.assertTrue(r["ok"], r["problems"])
+        self.assertEqual(r["commands"], {"rocksdb": 2, "ceph": 2})
+        self.assertEqual(r["probes"]["Ceph: src/osd/PrimaryLogPG.cc"], "-O2 -g -DNDEBUG hardening")
+
+    def test_the_seeds_regression_is_named(self):
+        # RocksDB under CMAKE_BUILD_TYPE=None: no -O, no NDEBUG
+        r = judge_case("c", db(GOOD, CEPH), db("-g", ROCKSDB, "-DROCKSDB_PORTABLE"))
+        self.assertFalse(r["ok"])
+        self.assertIn("RocksDB lacks -O2: 2 of 2 compile commands at -O0 or below (e.g. db/db_impl/db_impl.cc)",
+                      r["problems"])
+        self.assertIn("RocksDB lacks -DNDEBUG: 2 of 2 compile commands (e.g. db/db_impl/db_impl.cc)", r["problems"])
+
+    def test_last_O_wins_and_UNDEBUG_undoes(self):
+        r = judge_case("b", db(GOOD + " -O0 -UNDEBUG", CEPH), db(GOOD, ROCKSDB, "-DROCKSDB_PORTABLE"))
+        self.assertEqual(len(r["problems"]), 2, r["problems"])
+
+    def test_native_and_non_portable_rocksdb_are_refused(self):
+        r = judge_case("b", db(GOOD + " -march=native", CEPH), db(GOOD, ROCKSDB))
+        self.assertTrue(any("-march/-mtune=native" in p for p in r["problems"]))
+        self.assertTrue(any("PORTABLE=OFF" in p for p in r["problems"]))
+
+    def test_hardening_is_required_only_of_package_builds(self):
+        plain = "-g -O2 -DNDEBUG"
+        self.assertTrue(judge_case("b", db(plain, CEPH), db(plain, ROCKSDB, "-DROCKSDB_PORTABLE"))["ok"])
+        r = judge_case("a", db(plain, CEPH), db(plain, ROCKSDB, "-DROCKSDB_PORTABLE"))
+        self.assertTrue(any("dpkg hardening flags missing" in p for p in r["problems"]))
+
+    def test_an_empty_database_is_a_problem(self):
+        r = judge_case("b", [], db(GOOD, ROCKSDB, "-DROCKSDB_PORTABLE"))
+        self.assertIn("Ceph: no C/C++ compile commands found", r["problems"])
+
+
+class PatchTestsHelperTest(unittest.TestCase):
+    ARGV = ["/usr/bin/c++", "-DX", "-Isrc", "-O2", "-g", "-fPIC", "-MD", "-MT", "o.o", "-MF", "o.d",
+            "-o", "o.o", "-c", "/t/src/osd/OSD.cc"]
+
+    def test_syntax_check_keeps_the_flags(self):
+        self.assertEqual(retarget(self.ARGV, "/t/src/osd/OSD.cc", None),
+                         ["/usr/bin/c++", "-DX", "-Isrc", "-O2", "-g", "-fPIC", "-fsyntax-only", "/t/src/osd/OSD.cc"])
+
+    def test_object_drops_O_and_g_and_takes_the_new_source(self):
+        self.assertEqual(retarget(self.ARGV, "/t/src/test/x.cc", "/tmp/x.o"),
+                         ["/usr/bin/c++", "-DX", "-Isrc", "-fPIC", "-c", "/t/src/test/x.cc", "-o", "/tmp/x.o"])
+
+    def test_command_for_resolves_paths(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "compile_commands.json").write_text(json.dumps(
+                [{"directory": f"{tmp}/b", "file": "../src/a.cc", "command": "c++ -O2 -c ../src/a.cc"}]))
+            database = load_database(Path(tmp))
+            self.assertEqual(command_for(database, f"{tmp}/src/a.cc"), (["c++", "-O2", "-c", "../src/a.cc"], f"{tmp}/b"))
+            self.assertIsNone(command_for(database, f"{tmp}/src/b.cc"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,99 @@
+"""bench/gate for real: a cluster is brought up in the runtime root each round.
+
+Needs root and Debian's archive (the runtime root is created once, about 2 minutes).
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import textwrap
+import time
+import unittest
+from pathlib import Path
+
+from tests.helpers import REPO
+
+from cephperf.paths import cache_dir
+from cephperf.leftovers import our_daemons, run_mounts
+
+GATE = REPO / "bench" / "gate"
+
+
+class GateTest(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="gate-test-")
+        self.tmp = Path(self._tmp.name)
+        self.started = time.time()
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def gate(self, *args, timeout=1200):
+        return subprocess.run([str(GATE), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+    def test_smoke_stock_vs_stock(self):
+        """CI's smoke: one 10 s round per side, the full path, stock vs stock."""
+        r = self.gate("--baseline", "debian", "--candidate", "debian", "--rounds", "1", "--seconds", "10",
+                      "--out", self.tmp / "out")
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+        self.assertRegex(r.stdout.strip().splitlines()[-1], r"^gate: PASS \(not judged: 1 round\(s\) per side")
+        rep = json.loads((self.tmp / "out" / "report.json").read_text())
+        self.assertEqual(rep["schema_version"], 1)
+        self.assertEqual([x["side"] for x in rep["records"]], ["baseline", "candidate"])
+        for rec in rep["records"]:
+            self.assertGreater(rec["iops"], 0)
+            self.assertGreater(rec["osd_cpu_us_per_op"], 0)
+            self.assertGreater(rec["osd_peak_rss_mib"], 0)
+            self.assertIn("perf", rec)
+        self.assertTrue((self.tmp / "out" / "chart.svg").read_text().startswith("<svg"))
+        self.assertIn("| IOPS |", (self.tmp / "out" / "report.md").read_text())
+        self.assertEqual(our_daemons(), [])
+        self.assertEqual(run_mounts(), [])
+
+    def test_a_full_osd_stops_the_gate_with_exit_2(self):
+        profile = self.tmp / "tiny-4m.toml"
+        profile.write_text(textwrap.dedent("""\
+            description = "4 MiB writes into a device far too small for them"
+            [bench]
+            mode = "write"
+            block_size = 4194304
+            threads = 16
+            seconds = 120
+            [device]
+            size_gib = 3
+            """))
+        t0 = time.monotonic()
+        r = self.gate("--baseline", "debian", "--candidate", "debian", "--rounds", "1", "--profile", profile,
+                      "--stall-seconds", "15", "--out", self.tmp / "out", timeout=900)
+        self.assertEqual(r.returncode, 2, r.stdout[-3000:] + r.stderr[-3000:])
+        last = r.stdout.strip().splitlines()[-1]
+        self.assertTrue(last.startswith("gate: ERROR (could not run): round 1 (baseline)"), last)
+        self.assertRegex(r.stdout, r"OSD full|OSD aborted|osd.0 died|no progress")
+        self.assertLess(time.monotonic() - t0, 600)
+        self.assertEqual(our_daemons(), [])
+        # the failed round's logs stay for diagnosis, its device file does not
+        runs = cache_dir() / "bench" / "runs"
+        self.assertEqual([p for p in runs.rglob("block")
+                          if p.lstat().st_mtime >= self.started], [])
+
+    def test_interrupt_leaves_no_process_or_mount(self):
+        proc = subprocess.Popen([str(GATE), "--baseline", "debian", "--candidate", "debian", "--rounds", "1",
+                                 "--seconds", "60", "--out", self.tmp / "out"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        for line in proc.stderr:  # wait until a cluster is really up
+            if "cluster up" in line:
+                break
+        else:
+            self.fail("the gate never brought a cluster up")
+        self.assertTrue(our_daemons(), "the round's daemons should be running")
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=180)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("interrupted", out.strip().splitlines()[-1])
+        self.assertEqual(our_daemons(), [])
+        self.assertEqual(run_mounts(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
