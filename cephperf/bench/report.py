@@ -4,7 +4,8 @@ from __future__ import annotations
 import html
 import statistics
 
-SCHEMA_VERSION = 1
+# 2: paired judgement (per-rule ratio, t-interval, smallest detectable effect), environment block
+SCHEMA_VERSION = 2
 COLOURS = {"baseline": "#1f77b4", "candidate": "#d62728"}
 LABELS = {"iops": "IOPS", "osd_cpu_us_per_op": "ceph-osd CPU µs/op", "bandwidth_mb_s": "MB/s",
           "lat_avg_s": "avg latency (s)", "osd_cycles_per_op": "ceph-osd cycles/op",
@@ -21,23 +22,45 @@ def fmt(v) -> str:
     return str(v)
 
 
+def side_line(rep: dict, side: str) -> str:
+    s = rep["sides"][side]
+    return f"- {side}: `{s['source']}`" + (f" + `{s['conf']}`" if s.get("conf") else "")
+
+
+def rules_table(j: dict) -> list[str]:
+    lines = [f"## Rules (paired: log ratio of each adjacent baseline/candidate pair, ABBA order; "
+             f"{int(j['confidence'] * 100)}% t-interval of the ratio)", "",
+             f"| metric | better | tolerance | pairs | ratio | interval | smallest detectable ({int(j['power'] * 100)}% power) | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in j["rules"]:
+        ci, mde = r.get("ci"), r.get("mde")
+        lines.append(f"| {LABELS.get(r['metric'], r['metric'])} | {r['better']} | {r['tolerance']:.0%} | "
+                     f"{r.get('pairs', 0)} | {r.get('ratio', float('nan')):.4f} | "
+                     f"{'[%.4f, %.4f]' % tuple(ci) if ci else '-'} | {f'{mde:.1%}' if mde is not None else '-'} | "
+                     f"{r['verdict']} |")
+    return lines
+
+
+def environment_lines(rep: dict) -> list[str]:
+    env = rep.get("environment", {})
+    host = env.get("host", {})
+    lines = ["## Environment", "", f"- ceph-perf {host.get('ceph_perf_commit')}; kernel {host.get('kernel')}; "
+             f"{host.get('cpu_model')}, {host.get('cores')} cores"]
+    for side, e in env.get("sides", {}).items():
+        versions = ", ".join(f"{k} {v}" for k, v in (e.get("versions") or {}).items()) or "not recorded"
+        md = e.get("osd_metadata") or {}
+        rot = md.get("bluestore_bdev_rotational", md.get("rotational"))
+        lines.append(f"- {side}: {versions}; OSD device rotational: {rot if rot is not None else 'not recorded'}")
+    return lines + [""]
+
+
 def markdown(rep: dict) -> str:
     j = rep["judgement"]
     lines = [f"# Performance gate: {rep['verdict'].upper()}", "",
              f"Profile `{rep['profile']}` ({rep['description']}), variant `{rep['variant']}`, "
-             f"{rep['rounds']} round(s) per side, alternating A B A B…, a fresh OSD every round.", "",
-             f"- baseline: `{rep['sides']['baseline']['source']}`" + (f" + `{rep['sides']['baseline']['conf']}`" if rep['sides']['baseline'].get('conf') else ""),
-             f"- candidate: `{rep['sides']['candidate']['source']}`" + (f" + `{rep['sides']['candidate']['conf']}`" if rep['sides']['candidate'].get('conf') else ""),
-             "", f"## Rules (medians, {int(j['confidence'] * 100)}% bootstrap interval of the ratio)", "",
-             "| metric | better | tolerance | baseline median | candidate median | ratio | interval | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in j["rules"]:
-        m = j["metrics"].get(r["metric"], {})
-        ci = r.get("ci")
-        lines.append(f"| {LABELS.get(r['metric'], r['metric'])} | {r['better']} | {r['tolerance']:.0%} | "
-                     f"{fmt(m.get('baseline_median'))} | {fmt(m.get('candidate_median'))} | "
-                     f"{r.get('ratio', float('nan')):.3f} | "
-                     f"{'[%.3f, %.3f]' % tuple(ci) if ci else '-'} | {r['verdict']} |")
+             f"{rep['rounds']} round(s) per side in ABBA order, a fresh OSD every round.", "",
+             side_line(rep, "baseline"), side_line(rep, "candidate"), "", *rules_table(j), "",
+             *environment_lines(rep)]
     lines += ["", "## Every metric (medians)", "", "| metric | baseline | candidate | ratio |", "|---|---|---|---|"]
     recs = rep["records"]
     for m in SHOWN:

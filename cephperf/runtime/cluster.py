@@ -197,12 +197,22 @@ class Cluster:
                 p.kill()
                 p.wait()
 
+    def osd_metadata(self) -> dict:
+        """What the OSD reports of itself that bears on its numbers (rotational flags included)."""
+        md = json.loads(self.ceph("osd", "metadata", "0", "--format", "json").stdout)
+        return {k: md.get(k) for k in OSD_METADATA_KEPT if k in md}
+
     def osdmap_full(self):
         try:
             dump = json.loads(self.ceph("osd", "dump", "--format", "json", timeout=20).stdout)
         except (NodeError, ValueError, subprocess.TimeoutExpired):
             return False
         return "full" in dump.get("flags", "") or any("full" in o.get("state", []) for o in dump.get("osds", []))
+
+
+OSD_METADATA_KEPT = ("ceph_version", "osd_objectstore", "bluestore_bdev_type", "bluestore_bdev_rotational",
+                     "rotational", "journal_rotational", "bluestore_bdev_size", "kernel_version", "cpu",
+                     "mem_total_kb", "osd_data")
 
 
 def cause(tail40: list[str], tail15: list[str]) -> str:

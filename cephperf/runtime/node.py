@@ -11,8 +11,8 @@ import signal
 import sys
 from pathlib import Path
 
-from .checks import choose_io_mock, install_packages
-from .cluster import Cluster
+from .checks import choose_io_mock, install_packages, installed_version
+from .cluster import Cluster, sh
 from .measure import perf_supported, run_profile
 from .record import recorded
 from .spec import NodeSpec
@@ -27,12 +27,21 @@ def round_(command: str, spec: NodeSpec, cluster: Cluster, result: dict) -> None
         result["io_mock"] = choose_io_mock(spec, cluster)
     if command != "external":
         cluster.up()
+        result.update(versions=versions(spec, cluster), osd_metadata=cluster.osd_metadata())
     if command == "serve":
         (Path(spec.state_dir) / "up").write_text(json.dumps({"conf": str(cluster.conf)}))
         signal.pause()
         return
     result.update(run_profile(cluster))
     result.setdefault("perf", "perf stat not requested")
+
+
+def versions(spec: NodeSpec, cluster: Cluster) -> dict:
+    """The packages the round ran, and a development build's own version."""
+    out = {p: installed_version(p) for p in ("ceph-osd", "ceph-mon", "ceph-common")}
+    if spec.osd_binary:
+        out["ceph-osd (built)"] = sh(cluster.osd_bin, "--version", env=cluster.osd_env).stdout.strip()
+    return out
 
 
 def main():

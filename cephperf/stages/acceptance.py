@@ -39,8 +39,9 @@ def gate(program: Path, name: str, args: list[str], out: Path) -> dict:
     report = out / name / "report.json"
     ratios = {}
     if report.exists():
-        for metric, m in json.loads(report.read_text())["judgement"]["metrics"].items():
-            ratios[metric] = {"ratio": round(m["ratio"], 3), "ci": [round(x, 3) for x in m["ci"]]}
+        for r in json.loads(report.read_text())["judgement"]["rules"]:
+            if r.get("ci"):
+                ratios[r["metric"]] = {"ratio": round(r["ratio"], 3), "ci": [round(x, 3) for x in r["ci"]]}
     return {"name": name, "exit": rc, "seconds": seconds, "ratios": ratios, "leftovers": leftovers()}
 
 

@@ -9,12 +9,21 @@ SRC: 'debian' (Debian trixie's stock packages), a directory of .debs laid over
 them, an apt line ('deb [trusted=yes] URL trixie main'), or a directory
 holding a built ceph-osd (and lib/) used in place of the stock one.
 
-Baseline and candidate alternate round by round (A B A B ...), each round on a
-fresh mon and OSD inside the cached trixie runtime root. The rules file
-(default bench/rules/default.toml) is judged on medians with a bootstrap
-confidence interval. Reports: report.json, report.md, chart.svg in --out.
+  bench/gate --rejudge REPORT.json [--rules FILE] [--out DIR] [--strict]
+
+Baseline and candidate run in ABBA blocks (A B, B A, A B, ...), each round on
+a fresh mon and OSD inside the cached trixie runtime root. Each rule of the
+rules file (default bench/rules/default.toml) is judged on the log ratios of
+adjacent pairs with a t-interval: "regression" when the interval excludes 1 on
+the bad side and the estimate is beyond the rule's tolerance, "gain" when it
+excludes 1 on the good side, otherwise "no difference shown", with the
+smallest effect the run could have detected. Reports (report.json with an
+environment block, report.md, chart.svg) go to --out, by default a new
+directory under build/reports/gate/ for every run (`latest` points at it).
+--rejudge judges a saved report's rounds again, running nothing.
 
 Exit 0: pass. 1: regression. 2: the gate could not run (the cause is named).
+3: with --strict, a rule was not judged or showed no difference.
 The last line says which.
 """
 import argparse
@@ -24,18 +33,21 @@ import time
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.bench.report import SCHEMA_VERSION, markdown, svg_chart
+from cephperf.bench.report import SCHEMA_VERSION
 from cephperf.bench.rounds import (load_profile, merge_conf, parse_source, read_conf_file, round_spec, run_node,
                                    runs_dir)
-from cephperf.bench.stats import judge
+from cephperf.bench.verdict import finish, host_environment, judge_report, new_run_dir, write_report
 from cephperf.build.roots import Root
 from cephperf.common import StageError, load_toml, log, main_wrapper, rmtree, write_atomic
+
+
+DEFAULT_RULES = paths.RULES / "default.toml"
 
 
 def external(args) -> int:
     """Measure the profile against an existing cluster; no bring-up, no verdict."""
     prof = load_profile(args.profile, "defaults")
-    out = args.out or paths.reports("gate-external")
+    out = args.out or new_run_dir("gate-external", prof["name"])
     records = []
     for i in range(args.rounds):
         state = runs_dir() / f"{i + 1:02d}-external"
@@ -47,11 +59,12 @@ def external(args) -> int:
         if not rec.get("ok"):
             print(f"gate: ERROR (could not run): {rec.get('error')}")
             return 2
-        records.append({**rec, "round": i + 1, "side": "external"})
+        records.append({**rec, "round": i + 1, "pair": i + 1, "side": "external"})
         log(f"round {i + 1}/{args.rounds}: {rec['iops']:.0f} IOPS")
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "report.json", json.dumps({"schema_version": SCHEMA_VERSION, "profile": args.profile,
-                                                  "cluster": str(args.cluster), "records": records}, indent=2))
+                                                  "cluster": str(args.cluster), "records": records,
+                                                  "environment": {"host": host_environment()}}, indent=2))
     print(f"gate: MEASURED {len(records)} round(s) against {args.cluster} (no baseline, no verdict); report in {out}")
     return 0
 
@@ -72,17 +85,22 @@ def execute():
     p.add_argument("--variant", default="defaults")
     p.add_argument("--rounds", type=int, default=5, help="rounds per side (default 5)")
     p.add_argument("--seconds", type=int, help="override the profile's duration")
-    p.add_argument("--rules", type=Path, default=paths.RULES / "default.toml")
+    p.add_argument("--rules", type=Path, help="rules file (default bench/rules/default.toml; with --rejudge, "
+                                              "the report's own if it is still there)")
     p.add_argument("--stall-seconds", type=int, default=20, help="no completed op for this long stops the gate")
     p.add_argument("--out", type=Path)
     p.add_argument("--progress", action="store_true", help="echo rados bench's per-second lines")
     p.add_argument("--cluster", type=Path, help="an existing cluster's ceph.conf (no bring-up)")
     p.add_argument("--keyring", type=Path)
     p.add_argument("--pool")
+    p.add_argument("--rejudge", type=Path, metavar="REPORT", help="judge a saved report.json again; run nothing")
+    p.add_argument("--strict", action="store_true", help="exit 3 unless every rule was judged and showed a difference")
     args = p.parse_args()
     if args.rounds < 1:
         p.error("--rounds must be at least 1")
     try:
+        if args.rejudge:
+            return rejudge(args)
         if args.cluster:
             if not (args.keyring and args.pool):
                 p.error("--cluster needs --keyring and --pool")
@@ -104,15 +122,16 @@ def discard_device(state: Path) -> None:
 
 
 def run_rounds(args, prof: dict, sides: dict, confs: dict) -> list[dict] | str:
-    """Baseline and candidate alternating, a fresh OSD each round; the records,
-    or the message of the round that could not run."""
+    """Baseline and candidate in ABBA blocks, a fresh OSD each round; the
+    records, or the message of the round that could not run."""
     Root("runtime").create()
     run_root = runs_dir()
     records, t0 = [], time.monotonic()
     total = 2 * args.rounds
     try:
         for i in range(args.rounds):
-            for side in ("baseline", "candidate"):
+            # A B, then B A: a drift over the run cancels between the pairs
+            for side in (("baseline", "candidate") if i % 2 == 0 else ("candidate", "baseline")):
                 n = len(records) + 1
                 state = run_root / f"{n:02d}-{side}"
                 conf = merge_conf(prof["conf"], confs[side])
@@ -140,7 +159,8 @@ def run_rounds(args, prof: dict, sides: dict, confs: dict) -> list[dict] | str:
 
 def ab(args) -> int:
     prof = load_profile(args.profile, args.variant)
-    rules = load_toml(args.rules)
+    rules_file = args.rules or DEFAULT_RULES
+    rules = load_toml(rules_file)
     sides = {"baseline": parse_source(args.baseline), "candidate": parse_source(args.candidate)}
     confs = {"baseline": read_conf_file(args.baseline_conf), "candidate": read_conf_file(args.candidate_conf)}
     for name, s in sides.items():
@@ -150,33 +170,35 @@ def ab(args) -> int:
     if isinstance(records, str):
         print(f"gate: ERROR (could not run): {records}")
         return 2
-    j = judge(records, rules)
-    verdict = ("pass" if j["ok"] else "regression") if j["judged"] else "not judged (smoke)"
-    rep = {"schema_version": SCHEMA_VERSION, "verdict": verdict, "profile": prof["name"],
-           "description": prof.get("description", ""), "variant": prof["variant"], "rounds": args.rounds,
-           "seconds": args.seconds or prof["bench"]["seconds"], "rules_file": str(args.rules),
+    rep = {"profile": prof["name"], "description": prof.get("description", ""), "variant": prof["variant"],
+           "rounds": args.rounds, "seconds": args.seconds or prof["bench"]["seconds"],
            "sides": {k: {"source": v["source"], "conf": v.get("conf")} for k, v in sides.items()},
-           "judgement": j, "records": records, "wall_seconds": round(time.monotonic() - t0)}
-    out = args.out or paths.reports("gate")
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "report.json", json.dumps(rep, indent=2) + "\n")
-    write_atomic(out / "report.md", markdown(rep))
-    write_atomic(out / "chart.svg", svg_chart(rep))
+           "records": records, "wall_seconds": round(time.monotonic() - t0),
+           "environment": {"host": host_environment(),
+                           "workload": {"bench": prof["bench"], "device": prof["device"], "conf": prof["conf"],
+                                        "runtime_conf": prof.get("runtime_conf", {})}}}
+    return report(judge_report(rep, rules, rules_file),
+                  args.out or new_run_dir("gate", f"{prof['name']}-{prof['variant']}"), args.strict)
+
+
+def rejudge(args) -> int:
+    """A saved report's rounds judged again, with its own rules file or --rules."""
+    try:
+        rep = json.loads(args.rejudge.read_text())
+    except json.JSONDecodeError as e:
+        raise StageError(f"{args.rejudge}: not a JSON report: {e}")
+    if "records" not in rep or "sides" not in rep:
+        raise StageError(f"{args.rejudge}: not a report of bench/gate's A/B rounds (no records or sides)")
+    saved = Path(rep.get("rules_file", ""))
+    rules_file = args.rules or (saved if saved.is_file() else DEFAULT_RULES)
+    out = args.out or new_run_dir("gate", f"{rep['profile']}-{rep['variant']}-rejudged")
+    return report(judge_report(rep, load_toml(rules_file), rules_file), out, args.strict)
+
+
+def report(rep: dict, out: Path, strict: bool) -> int:
+    write_report(rep, out)
     print((out / "report.md").read_text())
-    return verdict_exit(j, rules, args.rounds, out)
-
-
-def verdict_exit(j: dict, rules: dict, rounds: int, out: Path) -> int:
-    for r in j["rules"]:
-        if r.get("ratio") is not None:
-            print(f"{r['metric']}: candidate/baseline {r['ratio']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] "
-                  f"over {rounds} round(s) per side: {r['verdict']}")
-    if not j["judged"]:
-        print(f"gate: PASS (not judged: {rounds} round(s) per side is a smoke run; the rules need "
-              f"{rules.get('stats', {}).get('min_rounds', 3)} for a verdict) ({out}/report.md)")
-        return 0
-    print(f"gate: {'PASS' if j['ok'] else 'REGRESSION'} ({out}/report.md)")
-    return 0 if j["ok"] else 1
+    return finish(rep, out, strict)
 
 
 def main():

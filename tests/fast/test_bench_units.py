@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cephperf.bench.report import markdown
 from cephperf.bench.rounds import load_profile, parse_source, round_spec
-from cephperf.bench.stats import judge
+from cephperf.bench.paired import judge_paired
 from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
 from cephperf.runtime.cluster import cause
@@ -138,7 +138,7 @@ class ReportTest(unittest.TestCase):
                     "perf": "cycles not supported on this machine"}
                    for i in range(3) for k, (side, iops, cpu) in
                    enumerate((("baseline", 1000.0 + i, 300.0), ("candidate", 500.0 + i, 700.0)))]
-        j = judge(records, load_toml(RULES / "default.toml"))
+        j = judge_paired(records, load_toml(RULES / "default.toml"))
         rep = {"verdict": "regression", "profile": "4k-write", "description": "4 KiB writes", "variant": "defaults",
                "rounds": 3, "sides": {"baseline": {"source": "debian"},
                                       "candidate": {"source": "debian", "conf": "bench/conf/debug-20.conf"}},
@@ -146,7 +146,8 @@ class ReportTest(unittest.TestCase):
         md = markdown(rep)
         self.assertIn("# Performance gate: REGRESSION", md)
         self.assertIn("- candidate: `debian` + `bench/conf/debug-20.conf`", md)
-        self.assertRegex(md, r"\| IOPS \| higher \| 5% \| 1,001 \| 501 \| 0\.50\d \| \[[\d.]+, [\d.]+\] \| regression \|")
+        self.assertRegex(md, r"\| IOPS \| higher \| 5% \| 3 \| 0\.500\d \| \[[\d.]+, [\d.]+\] \| [\d.]+% \| regression \|")
+        self.assertIn("| IOPS | 1,001 | 501 | 0.500 |", md)
         self.assertIn("| 6 | candidate | 502 |", md)  # rounds in order, alternating
 
 

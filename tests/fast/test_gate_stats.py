@@ -1,10 +1,10 @@
-"""The gate's verdict on synthetic rounds: noise passes, a real regression fails."""
+"""The gate's default rules on synthetic paired rounds: noise passes, a real regression fails."""
 import random
 import unittest
 
 from tests.helpers import REPO
 
-from cephperf.bench.stats import judge
+from cephperf.bench.paired import judge_paired as judge
 from cephperf.common import load_toml
 
 RULES = load_toml(REPO / "bench" / "rules" / "default.toml")
@@ -12,19 +12,23 @@ RULES = load_toml(REPO / "bench" / "rules" / "default.toml")
 
 def rounds(base_iops, cand_iops, base_cpu, cand_cpu):
     recs = []
-    for b, c, bc, cc in zip(base_iops, cand_iops, base_cpu, cand_cpu):
-        recs += [{"side": "baseline", "iops": b, "osd_cpu_us_per_op": bc},
-                 {"side": "candidate", "iops": c, "osd_cpu_us_per_op": cc}]
+    for pair, (b, c, bc, cc) in enumerate(zip(base_iops, cand_iops, base_cpu, cand_cpu), 1):
+        recs += [{"pair": pair, "side": "baseline", "iops": b, "osd_cpu_us_per_op": bc},
+                 {"pair": pair, "side": "candidate", "iops": c, "osd_cpu_us_per_op": cc}]
     return recs
 
 
 class VerdictTest(unittest.TestCase):
-    def test_same_build_with_10_percent_noise_passes(self):
+    def test_same_build_with_8_percent_noise_passes(self):
+        # wall-clock rounds on these machines: about 8% SD between neighbours.
+        # A two-sided 95% interval lets noise cross on the bad side 2.5% of
+        # the time at most; the tolerance must be crossed too for a regression.
         rng = random.Random(7)
-        for trial in range(50):
-            noise = lambda v: [v * rng.uniform(0.9, 1.1) for _ in range(5)]  # noqa: E731
-            j = judge(rounds(noise(6000), noise(6000), noise(150), noise(150)), RULES)
-            self.assertTrue(j["ok"], (trial, j["rules"]))
+        fails = 0
+        for _ in range(200):
+            noise = lambda v: [v * rng.gauss(1, 0.08) for _ in range(5)]  # noqa: E731
+            fails += not judge(rounds(noise(6000), noise(6000), noise(150), noise(150)), RULES)["ok"]
+        self.assertLessEqual(fails, 200 * 0.05)
 
     def test_halved_iops_fails(self):
         j = judge(rounds([6000, 6300, 5800, 6100, 5900], [3000, 3100, 2900, 3050, 2950],
@@ -32,7 +36,7 @@ class VerdictTest(unittest.TestCase):
         self.assertFalse(j["ok"])
         iops = next(r for r in j["rules"] if r["metric"] == "iops")
         self.assertEqual(iops["verdict"], "regression")
-        self.assertLess(iops["ci"][1], 0.95)
+        self.assertLess(iops["ci"][1], 1)
 
     def test_more_cpu_per_op_fails(self):
         j = judge(rounds([6000] * 5, [6000] * 5, [150, 152, 149, 151, 150], [200, 205, 198, 202, 201]), RULES)

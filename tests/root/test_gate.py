@@ -39,8 +39,14 @@ class GateTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
         self.assertRegex(r.stdout.strip().splitlines()[-1], r"^gate: PASS \(not judged: 1 round\(s\) per side")
         rep = json.loads((self.tmp / "out" / "report.json").read_text())
-        self.assertEqual(rep["schema_version"], 1)
+        self.assertEqual(rep["schema_version"], 2)  # 2: paired judgement and the environment block
         self.assertEqual([x["side"] for x in rep["records"]], ["baseline", "candidate"])
+        env = rep["environment"]
+        self.assertEqual(set(env["host"]), {"ceph_perf_commit", "kernel", "cpu_model", "cores"})
+        self.assertEqual(env["workload"]["bench"]["block_size"], 4096)
+        for side in ("baseline", "candidate"):
+            self.assertRegex(env["sides"][side]["versions"]["ceph-osd"], r"^18\.2\.7")
+            self.assertIn(env["sides"][side]["osd_metadata"]["bluestore_bdev_rotational"], ("0", "1"))
         for rec in rep["records"]:
             self.assertGreater(rec["iops"], 0)
             self.assertGreater(rec["osd_cpu_us_per_op"], 0)

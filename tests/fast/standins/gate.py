@@ -18,6 +18,6 @@ if calls == int(os.environ.get("STAND_IN_INTERRUPT_AT", "0")):
 regressed = "--candidate-conf" in args
 out.mkdir(parents=True)
 ratio = 0.8 if regressed else 1.0
-(out / "report.json").write_text(json.dumps({"judgement": {"metrics": {
-    "iops": {"ratio": ratio, "ci": [ratio - 0.05, ratio + 0.05]}}}}))
+(out / "report.json").write_text(json.dumps({"judgement": {"rules": [
+    {"metric": "iops", "ratio": ratio, "ci": [ratio - 0.05, ratio + 0.05]}]}}))
 sys.exit(1 if regressed and os.environ["STAND_IN_MODE"] == "honest" else 0)

@@ -1,0 +1,103 @@
+"""From rounds to a kept report and an exit code: judging (paired), the
+environment block, the report files, and the gate's last line.
+
+Run and judge are apart: a saved report.json holds every round, so it can
+be judged again with other rules (bench/gate --rejudge) without running
+anything, and two reports of existing clusters can be judged against each
+other (bench/compare).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from .. import paths
+from ..common import write_atomic
+from .paired import judge_paired
+from .report import SCHEMA_VERSION, markdown, svg_chart
+
+EXIT_PASS, EXIT_REGRESSION, EXIT_UNPROVEN = 0, 1, 3
+
+
+def host_environment() -> dict:
+    """What the numbers were taken on, beyond the packages (the rounds carry those)."""
+    r = subprocess.run(["git", "-C", str(paths.REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(paths.REPO), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "unknown")
+    return {"ceph_perf_commit": (r.stdout.strip() + ("+changes" if dirty else "")) if r.returncode == 0 else None,
+            "kernel": os.uname().release, "cpu_model": cpu, "cores": os.cpu_count()}
+
+
+def side_environment(records: list[dict], side: str) -> dict:
+    first = next((r for r in records if r.get("side") == side), {})
+    return {k: first.get(k) for k in ("versions", "osd_metadata")}
+
+
+def new_run_dir(kind: str, label: str) -> Path:
+    """A directory of its own for each run's report, never over an older one."""
+    base = paths.reports(kind) / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{label}"
+    out, n = base, 1
+    while out.exists():
+        n += 1
+        out = base.with_name(f"{base.name}.{n}")
+    return out
+
+
+def overall(j: dict) -> str:
+    verdicts = [r["verdict"] for r in j["rules"]]
+    if "regression" in verdicts or "no data" in verdicts:
+        return "regression" if "regression" in verdicts else "no data"
+    if not j["judged"]:
+        return "not judged (smoke)"
+    if all(v == "gain" for v in verdicts):
+        return "gain"
+    if "no difference shown" in verdicts:
+        return "gain in part" if "gain" in verdicts else "no difference shown"
+    return "within tolerance"
+
+
+def judge_report(rep: dict, rules: dict, rules_file: Path) -> dict:
+    """rep with its judgement and verdict (re)made from its rounds."""
+    j = judge_paired(rep["records"], rules)
+    return {**rep, "schema_version": SCHEMA_VERSION, "rules_file": str(rules_file), "judgement": j,
+            "verdict": overall(j),
+            "environment": {**rep.get("environment", {}),
+                            "sides": {s: side_environment(rep["records"], s) for s in ("baseline", "candidate")}}}
+
+
+def write_report(rep: dict, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "report.json", json.dumps(rep, indent=2) + "\n")
+    write_atomic(out / "report.md", markdown(rep))
+    write_atomic(out / "chart.svg", svg_chart(rep))
+    latest = out.parent / "latest"
+    if latest.is_symlink() or not latest.exists():
+        latest.unlink(missing_ok=True)
+        latest.symlink_to(out.name)
+
+
+def finish(rep: dict, out: Path, strict: bool) -> int:
+    """Print the rules' lines and the gate's last line; the exit code."""
+    j, pairs = rep["judgement"], rep["rounds"]
+    for r in j["rules"]:
+        if r.get("ratio") is not None:
+            mde = f"; smallest detectable {r['mde']:.1%}" if r.get("mde") is not None else ""
+            print(f"{r['metric']}: candidate/baseline {r['ratio']:.4f} [{r['ci'][0]:.4f}, {r['ci'][1]:.4f}] "
+                  f"over {r['pairs']} pair(s){mde}: {r['verdict']}")
+    v = rep["verdict"]
+    where = f"({out}/report.md)"
+    if v in ("regression", "no data"):
+        print(f"gate: REGRESSION ({v}) {where}")
+        return EXIT_REGRESSION
+    if v == "not judged (smoke)":
+        print(f"gate: PASS (not judged: {pairs} round(s) per side is a smoke run; the rules need "
+              f"{j['min_pairs']} for a verdict) {where}")
+    else:
+        print(f"gate: PASS ({v}) {where}")
+    unproven = any(r["verdict"] == "no difference shown" or r["verdict"].startswith("not judged") for r in j["rules"])
+    return EXIT_UNPROVEN if strict and unproven else EXIT_PASS
