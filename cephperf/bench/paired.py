@@ -58,12 +58,13 @@ def t_quantile(p: float, df: int) -> float:
 
 
 def log_ratios(records: list[dict], metric: str) -> list[float]:
-    """log(candidate / baseline) of each pair that has the metric on both sides."""
-    by_pair: dict[int, dict[str, float]] = {}
+    """log(candidate / baseline) of each pair that has the metric on both sides
+    (pairs are numbered within a mode: native and instruction-counted rounds)."""
+    by_pair: dict[tuple, dict[str, float]] = {}
     for r in records:
         v = r.get(metric)
         if isinstance(v, (int, float)) and v > 0 and "pair" in r:
-            by_pair.setdefault(r["pair"], {})[r["side"]] = v
+            by_pair.setdefault((r.get("mode", "native"), r["pair"]), {})[r["side"]] = v
     return [math.log(p["candidate"] / p["baseline"]) for _, p in sorted(by_pair.items())
             if "baseline" in p and "candidate" in p]
 
@@ -104,7 +105,12 @@ def judge_paired(records: list[dict], rules: dict) -> dict:
     st = rules.get("stats", {})
     conf, power, min_pairs = st.get("confidence", 0.95), st.get("power", 0.80), st.get("min_pairs", 3)
     out = []
+    modes = {r.get("mode", "native") for r in records}
     for rule in rules["rule"]:
+        if rule.get("mode", "native") not in modes:
+            # that kind of round was not run (a native-only gate has no instruction counts)
+            out.append({**rule, "verdict": "not measured", "ok": True})
+            continue
         d = log_ratios(records, rule["metric"])
         if not d:
             out.append({**rule, "verdict": "no data", "ok": False})
@@ -117,5 +123,6 @@ def judge_paired(records: list[dict], rules: dict) -> dict:
         v = verdict(rule, est)
         out.append({**rule, **est, "verdict": v, "ok": v != "regression"})
     return {"rules": out, "confidence": conf, "power": power, "min_pairs": min_pairs,
-            "judged": not any(r["verdict"].startswith("not judged") for r in out),
+            "judged": not any(r["verdict"].startswith("not judged") for r in out)
+            and any(r["verdict"] != "not measured" for r in out),
             "ok": all(r["ok"] for r in out)}

@@ -4,14 +4,17 @@ from __future__ import annotations
 import html
 import statistics
 
+from . import functions
+
 # 2: paired judgement (per-rule ratio, t-interval, smallest detectable effect), environment block
 SCHEMA_VERSION = 2
 COLOURS = {"baseline": "#1f77b4", "candidate": "#d62728"}
-LABELS = {"iops": "IOPS", "osd_cpu_us_per_op": "ceph-osd CPU µs/op", "bandwidth_mb_s": "MB/s",
+LABELS = {"osd_instructions_per_op": "ceph-osd instructions/op", "osd_est_cycles_per_op": "ceph-osd est. cycles/op",
+          "iops": "IOPS", "osd_cpu_us_per_op": "ceph-osd CPU µs/op", "bandwidth_mb_s": "MB/s",
           "lat_avg_s": "avg latency (s)", "osd_cycles_per_op": "ceph-osd cycles/op",
           "osd_peak_rss_mib": "ceph-osd peak RSS (MiB)", "lat_max_s": "max latency (s)"}
 SHOWN = ("iops", "bandwidth_mb_s", "lat_avg_s", "lat_max_s", "osd_cpu_us_per_op", "osd_cycles_per_op",
-         "osd_peak_rss_mib")
+         "osd_peak_rss_mib", "osd_instructions_per_op", "osd_est_cycles_per_op")
 
 
 def fmt(v) -> str:
@@ -20,6 +23,17 @@ def fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.4g}" if abs(v) < 100 else f"{v:,.0f}"
     return str(v)
+
+
+COUNTED = ("osd_instructions_per_op", "osd_est_cycles_per_op")
+
+
+def values(recs: list[dict], metric: str, side: str | None = None) -> list[float]:
+    """A metric's values from the rounds of the mode that measures it (IOPS
+    under callgrind say nothing of speed)."""
+    mode = "callgrind" if metric in COUNTED else "native"
+    return [r[metric] for r in recs if (side is None or r["side"] == side) and r.get("mode", "native") == mode
+            and isinstance(r.get(metric), (int, float))]
 
 
 def side_line(rep: dict, side: str) -> str:
@@ -35,7 +49,7 @@ def rules_table(j: dict) -> list[str]:
     for r in j["rules"]:
         ci, mde = r.get("ci"), r.get("mde")
         lines.append(f"| {LABELS.get(r['metric'], r['metric'])} | {r['better']} | {r['tolerance']:.0%} | "
-                     f"{r.get('pairs', 0)} | {r.get('ratio', float('nan')):.4f} | "
+                     f"{r.get('pairs', 0)} | {'%.4f' % r['ratio'] if r.get('ratio') is not None else '-'} | "
                      f"{'[%.4f, %.4f]' % tuple(ci) if ci else '-'} | {f'{mde:.1%}' if mde is not None else '-'} | "
                      f"{r['verdict']} |")
     return lines
@@ -60,12 +74,11 @@ def markdown(rep: dict) -> str:
              f"Profile `{rep['profile']}` ({rep['description']}), variant `{rep['variant']}`, "
              f"{rep['rounds']} round(s) per side in ABBA order, a fresh OSD every round.", "",
              side_line(rep, "baseline"), side_line(rep, "candidate"), "", *rules_table(j), "",
-             *environment_lines(rep)]
+             *functions.markdown(rep.get("functions", {})), *environment_lines(rep)]
     lines += ["", "## Every metric (medians)", "", "| metric | baseline | candidate | ratio |", "|---|---|---|---|"]
     recs = rep["records"]
     for m in SHOWN:
-        b = [r[m] for r in recs if r["side"] == "baseline" and isinstance(r.get(m), (int, float))]
-        c = [r[m] for r in recs if r["side"] == "candidate" and isinstance(r.get(m), (int, float))]
+        b, c = (values(recs, m, side) for side in ("baseline", "candidate"))
         if b and c:
             bm, cm = statistics.median(b), statistics.median(c)
             lines.append(f"| {LABELS.get(m, m)} | {fmt(bm)} | {fmt(cm)} | {cm / bm:.3f} |" if bm else
@@ -77,10 +90,13 @@ def markdown(rep: dict) -> str:
         if mocks:
             lines.append(f"IO mock, {side}: {', '.join(mocks)}")
     lines += ["", "## Rounds", "",
-              "| # | side | IOPS | MB/s | avg lat (s) | CPU µs/op | peak RSS (MiB) |", "|---|---|---|---|---|---|---|"]
+              "| # | side | mode | IOPS | MB/s | avg lat (s) | CPU µs/op | peak RSS (MiB) | instructions/op | est. cycles/op |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in recs:
-        lines.append(f"| {r['round']} | {r['side']} | {fmt(r.get('iops'))} | {fmt(r.get('bandwidth_mb_s'))} | "
-                     f"{fmt(r.get('lat_avg_s'))} | {fmt(r.get('osd_cpu_us_per_op'))} | {fmt(r.get('osd_peak_rss_mib'))} |")
+        lines.append(f"| {r['round']} | {r['side']} | {r.get('mode', 'native')} | {fmt(r.get('iops'))} | "
+                     f"{fmt(r.get('bandwidth_mb_s'))} | {fmt(r.get('lat_avg_s'))} | {fmt(r.get('osd_cpu_us_per_op'))} | "
+                     f"{fmt(r.get('osd_peak_rss_mib'))} | {fmt(r.get('osd_instructions_per_op'))} | "
+                     f"{fmt(r.get('osd_est_cycles_per_op'))} |")
     lines += ["", "![rounds](chart.svg)", ""]
     return "\n".join(lines)
 
@@ -97,7 +113,7 @@ def svg_chart(rep: dict) -> str:
            f'{html.escape(rep["verdict"])}</text>']
     for i, m in enumerate(metrics):
         x0 = 10 + i * pw
-        vals = [r[m] for r in recs if isinstance(r.get(m), (int, float))]
+        vals = values(recs, m)
         if not vals:
             continue
         lo, hi = min(vals + [0]), max(vals) * 1.1 or 1
@@ -121,7 +137,7 @@ def svg_chart(rep: dict) -> str:
             v = lo + frac * (hi - lo)
             out.append(f'<text x="{x0 + 2}" y="{py(v) + 4}" font-size="10">{fmt(v)}</text>')
         for side, colour in COLOURS.items():
-            pts = [(r["round"], r[m]) for r in recs if r["side"] == side and isinstance(r.get(m), (int, float))]
+            pts = [(r["round"], r[m]) for r in recs if r["side"] == side and r.get(m) in values(recs, m, side)]
             for rnd, v in pts:
                 out.append(f'<circle cx="{px(rnd):.1f}" cy="{py(v):.1f}" r="4" fill="{colour}"/>')
             if pts:

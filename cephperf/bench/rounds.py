@@ -29,6 +29,8 @@ def load_profile(name: str, variant: str) -> dict:
                          f"profile {name!r} reads: choose a write profile", EXIT_ERROR)
     prof["name"], prof["variant"], prof["conf"] = path.stem, variant, var.get("conf", {})
     prof["runtime_conf"] = var.get("runtime", {})
+    # instruction-counted rounds of a profile that names no [counted] window
+    prof.setdefault("counted", {"warmup_seconds": 10, "seconds": 40})
     prof["io_mock"] = bool(var.get("io_mock"))
     return prof
 
@@ -70,30 +72,44 @@ def parse_source(src: str) -> dict:
         lib = p / "lib"
         return {"source": str(p), "osd_binary": str(p / "ceph-osd"),
                 "ld_library_path": str(lib) if lib.is_dir() else "", "bind": str(p)}
-    # debug symbols are for the audit, not for running: -dbg/dbgsym are skipped
-    debs = [d for d in sorted(p.glob("*.deb")) if not d.name.split("_")[0].endswith(("-dbg", "-dbgsym"))] \
-        if p.is_dir() else []
+    # debug symbols are not for running: -dbg/dbgsym go in only where
+    # instruction-counted rounds name functions with them
+    found = sorted(p.glob("*.deb")) if p.is_dir() else []
+    debs = [d for d in found if not d.name.split("_")[0].endswith(("-dbg", "-dbgsym"))]
     if debs:
-        return {"source": str(p), "debs": [str(d) for d in debs], "bind": str(p)}
+        return {"source": str(p), "debs": [str(d) for d in debs], "bind": str(p),
+                "debug_debs": [str(d) for d in found if d not in debs]}
     raise StageError(f"--packages/--baseline/--candidate {src!r}: expected 'debian', a directory of .debs, "
                      f"a directory holding a built ceph-osd, or an apt line 'deb [trusted=yes] URL trixie main'",
                      EXIT_ERROR)
 
 
+# A callgrind'ed OSD is some 30 times slower: a second without a completed op is no stall yet.
+COUNTED_STALL_SECONDS = 300
+
+
 def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int | None,
-               stall: int, progress: bool) -> NodeSpec:
+               stall: int, progress: bool, mode: str = "native") -> NodeSpec:
+    """The node contract of one round. mode "callgrind": the profile's [counted]
+    window and warm-up, ceph-osd under callgrind, the side's debug packages too."""
     bench = dict(prof["bench"])
+    counted = mode == "callgrind"
+    if counted:
+        bench["seconds"] = prof["counted"]["seconds"]
     if seconds:
         bench["seconds"] = seconds
-        if "prefill_seconds" in bench:
-            bench["prefill_seconds"] = min(bench["prefill_seconds"], seconds)
+    if "prefill_seconds" in bench and (seconds or counted):
+        bench["prefill_seconds"] = min(bench["prefill_seconds"], bench["seconds"])
+    debs = (side.get("debs") or []) + (side.get("debug_debs") or [] if counted else [])
+    warmup = prof["counted"]["warmup_seconds"] if counted else 0
     return NodeSpec(
         state_dir=str(state_dir), port=free_port(), v1_port=free_port(),
         device_gib=prof["device"]["size_gib"], conf=conf, bench=bench,
         runtime_conf=prof.get("runtime_conf", {}), io_mock=prof.get("io_mock", False),
         osd_binary=side.get("osd_binary"), ld_library_path=side.get("ld_library_path"),
-        debs=side.get("debs") or [], apt_line=side.get("apt_line"),
-        stall_seconds=stall, perf=True, progress=progress)
+        debs=debs, apt_line=side.get("apt_line"), stall_seconds=max(stall, COUNTED_STALL_SECONDS) if counted else stall,
+        perf=not counted, progress=progress, instrument="callgrind" if counted else None,
+        warmup_seconds=min(warmup, seconds) if seconds else warmup)
 
 
 def run_node(command: str, spec: NodeSpec, binds: list[str]) -> dict:

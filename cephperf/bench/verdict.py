@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import paths
 from ..common import write_atomic
+from .functions import tables
 from .paired import judge_paired
 from .report import SCHEMA_VERSION, markdown, svg_chart
 
@@ -49,7 +50,7 @@ def new_run_dir(kind: str, label: str) -> Path:
 
 
 def overall(j: dict) -> str:
-    verdicts = [r["verdict"] for r in j["rules"]]
+    verdicts = [r["verdict"] for r in j["rules"] if r["verdict"] != "not measured"]
     if "regression" in verdicts or "no data" in verdicts:
         return "regression" if "regression" in verdicts else "no data"
     if not j["judged"]:
@@ -65,7 +66,7 @@ def judge_report(rep: dict, rules: dict, rules_file: Path) -> dict:
     """rep with its judgement and verdict (re)made from its rounds."""
     j = judge_paired(rep["records"], rules)
     return {**rep, "schema_version": SCHEMA_VERSION, "rules_file": str(rules_file), "judgement": j,
-            "verdict": overall(j),
+            "verdict": overall(j), "functions": tables(rep["records"]),
             "environment": {**rep.get("environment", {}),
                             "sides": {s: side_environment(rep["records"], s) for s in ("baseline", "candidate")}}}
 
@@ -83,7 +84,8 @@ def write_report(rep: dict, out: Path) -> None:
 
 def finish(rep: dict, out: Path, strict: bool) -> int:
     """Print the rules' lines and the gate's last line; the exit code."""
-    j, pairs = rep["judgement"], rep["rounds"]
+    j = rep["judgement"]
+    pairs = min((r.get("pairs", 0) for r in j["rules"] if r["verdict"] != "not measured"), default=0)
     for r in j["rules"]:
         if r.get("ratio") is not None:
             mde = f"; smallest detectable {r['mde']:.1%}" if r.get("mde") is not None else ""

@@ -6,7 +6,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from .cluster import Cluster, log, sh
+from .cluster import Cluster
+from .shell import log, sh
 from .record import NodeError
 from .spec import NodeSpec
 

@@ -12,26 +12,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
+from . import instrument
 from .record import NodeError
+from .shell import log, sh
 from .spec import NodeSpec
-
-
-def sh(*cmd, timeout=120, check=True, **kw):
-    try:
-        r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
-    except subprocess.TimeoutExpired:
-        raise NodeError(f"{' '.join(map(str, cmd[:6]))} did not finish within {timeout} s")
-    if check and r.returncode != 0:
-        raise NodeError(f"{' '.join(map(str, cmd))} failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-800:]}")
-    return r
-
-
-def log(msg):
-    print(f"[node] {msg}", file=sys.stderr, flush=True)
 
 
 def conf_value(v) -> str:
@@ -95,7 +82,8 @@ class Cluster:
 
     def write_conf(self):
         conf = base_conf(self.state, self.spec)
-        for section, values in self.spec.conf.items():
+        layers = [instrument.TIMEOUTS] if self.spec.instrument else []
+        for section, values in (kv for layer in [*layers, self.spec.conf] for kv in layer.items()):
             for k, v in values.items():
                 names = debug_subsystems() if k == "debug_*" else [k]  # every debug subsystem this build knows
                 for name in names:
@@ -109,8 +97,15 @@ class Cluster:
                                             env=env or os.environ)
 
     def start_osd(self):
-        self.start("osd.0", [self.osd_bin, "-c", self.conf, "-i", "0", "-f"], env=self.osd_env)
+        argv = [self.osd_bin, "-c", self.conf, "-i", "0", "-f"]
+        if self.spec.instrument == "callgrind":
+            argv = instrument.wrap(argv, self.callgrind_out)
+        self.start("osd.0", argv, env=self.osd_env)
         return self.procs["osd.0"]
+
+    @property
+    def callgrind_out(self) -> Path:
+        return self.state / "callgrind.out"
 
     def stop_osd(self):
         proc = self.procs.pop("osd.0")

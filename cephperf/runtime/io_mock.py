@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from .checks import Objects, install_packages, installed_version, osd_has_option
-from .cluster import Cluster, log, sh
+from .cluster import Cluster
+from .shell import log, sh
 from .record import NodeError, recorded
 from .spec import NodeSpec
 

@@ -17,7 +17,9 @@ import threading
 import time
 from pathlib import Path
 
-from .cluster import Cluster, log, sh
+from . import instrument
+from .cluster import Cluster
+from .shell import log, sh
 from .record import NodeError
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -119,6 +121,8 @@ def run_profile(cluster: Cluster) -> dict:
         rec = rados_bench(cluster, b["seconds"], mode, extra)
         sh(*cluster.rados, "cleanup", "--run-name", "ceph-perf", timeout=1800)
         return rec
+    if cluster.spec.instrument == "callgrind":
+        return counted_window(cluster, b["seconds"], mode, extra)
     pid = cluster.osd_pid()
     perf_out = cluster.state / "perf.csv" if cluster.spec.perf else None
     cpu0, probe = cpu_seconds(pid), cluster.spec.threads
@@ -133,6 +137,21 @@ def run_profile(cluster: Cluster) -> dict:
                osd_peak_rss_mib=round((peak_rss_kib(pid) or 0) / 1024, 1))
     if perf_out:
         rec.update(perf_counts(perf_out, ops))
+    cluster.check_alive()
+    return rec
+
+
+def counted_window(cluster: Cluster, seconds: int, mode: str, extra: list) -> dict:
+    """A warm-up of the same workload uninstrumented, then the window with
+    callgrind's instrumentation on; instructions per op over the window."""
+    if cluster.spec.warmup_seconds:
+        log(f"warm-up, uninstrumented: {cluster.spec.warmup_seconds} s")
+        rados_bench(cluster, cluster.spec.warmup_seconds, mode, extra)
+    pid = cluster.osd_pid()
+    instrument.switch_on(pid)
+    rec = rados_bench(cluster, seconds, mode, extra)
+    dump_file = instrument.dump(pid, cluster.callgrind_out)
+    rec.update(instrument.measure(dump_file, int(rec.get("ops") or 0)))
     cluster.check_alive()
     return rec
 

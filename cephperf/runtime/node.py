@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from .checks import choose_io_mock, install_packages, installed_version
-from .cluster import Cluster, sh
+from .cluster import Cluster
+from .shell import sh
 from .measure import perf_supported, run_profile
 from .record import recorded
 from .spec import NodeSpec

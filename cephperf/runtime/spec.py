@@ -36,6 +36,10 @@ class NodeSpec:
     perf: bool = False
     threads: bool = False
     progress: bool = False
+    # "callgrind": ceph-osd runs under callgrind, instrumented over the window
+    # only, after `warmup_seconds` of the same workload (instructions per op).
+    instrument: str | None = None
+    warmup_seconds: int = 0
     # An existing cluster to measure instead of bringing one up: conf, keyring, pool.
     external: dict | None = None
 

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from .checks import Objects, add_apt_line, installed_version
-from .cluster import Cluster, sh
+from .cluster import Cluster
+from .shell import sh
 from .record import NodeError, recorded
 from .spec import NodeSpec
 

@@ -28,6 +28,7 @@ The last line says which.
 """
 import argparse
 import json
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -83,7 +84,11 @@ def execute():
     p.add_argument("--candidate-conf", type=Path)
     p.add_argument("--profile", default="4k-write")
     p.add_argument("--variant", default="defaults")
-    p.add_argument("--rounds", type=int, default=5, help="rounds per side (default 5)")
+    p.add_argument("--rounds", type=int, default=5, help="native rounds per side (default 5)")
+    p.add_argument("--mode", choices=["native", "counted", "both"], default="native",
+                   help="native rounds (wall clock), instruction-counted rounds (callgrind), or both")
+    p.add_argument("--counted-rounds", type=int, default=3,
+                   help="instruction-counted rounds per side (default 3; with --mode both, at most --rounds)")
     p.add_argument("--seconds", type=int, help="override the profile's duration")
     p.add_argument("--rules", type=Path, help="rules file (default bench/rules/default.toml; with --rejudge, "
                                               "the report's own if it is still there)")
@@ -121,33 +126,41 @@ def discard_device(state: Path) -> None:
         f.unlink(missing_ok=True)
 
 
-def run_rounds(args, prof: dict, sides: dict, confs: dict) -> list[dict] | str:
-    """Baseline and candidate in ABBA blocks, a fresh OSD each round; the
-    records, or the message of the round that could not run."""
+def plan(args) -> list[tuple[str, int, str]]:
+    """(mode, pair, side) of every round: each mode's pairs in ABBA order."""
+    modes = {"native": [("native", args.rounds)], "counted": [("callgrind", args.counted_rounds)],
+             "both": [("native", args.rounds), ("callgrind", min(args.counted_rounds, args.rounds))]}[args.mode]
+    # A B, then B A: a drift over the run cancels between the pairs
+    return [(mode, i + 1, side) for mode, pairs in modes for i in range(pairs)
+            for side in (("baseline", "candidate") if i % 2 == 0 else ("candidate", "baseline"))]
+
+
+def run_rounds(args, prof: dict, sides: dict, confs: dict, keep: Path) -> list[dict] | str:
+    """Every round of the plan, a fresh OSD each; the records, or the message
+    of the round that could not run. Counted rounds' callgrind dumps go to `keep`."""
     Root("runtime").create()
     run_root = runs_dir()
     records, t0 = [], time.monotonic()
-    total = 2 * args.rounds
+    rounds = plan(args)
     try:
-        for i in range(args.rounds):
-            # A B, then B A: a drift over the run cancels between the pairs
-            for side in (("baseline", "candidate") if i % 2 == 0 else ("candidate", "baseline")):
-                n = len(records) + 1
-                state = run_root / f"{n:02d}-{side}"
-                conf = merge_conf(prof["conf"], confs[side])
-                spec = round_spec(state, prof, sides[side], conf, args.seconds, args.stall_seconds, args.progress)
-                eta = "" if n == 1 else f", about {(time.monotonic() - t0) / (n - 1) * (total - n + 1) / 60:.0f} min left"
-                log(f"round {n}/{total} ({side}){eta}")
-                rec = run_node("round", spec, [sides[side].get("bind")])
-                if not rec.get("ok"):
-                    error = rec.get("error") or "no error recorded"
-                    print(f"round {n} ({side}) failed:\n{error}")
-                    return f"round {n} ({side}): {error.splitlines()[0]}"
-                rmtree(state)  # the device file is large; the record holds what matters
-                rec.update(round=n, pair=i + 1, side=side)
-                records.append(rec)
-                log(f"round {n}/{total} ({side}): {rec['iops']:.0f} IOPS, "
-                    f"{rec.get('osd_cpu_us_per_op') or 0:.1f} µs CPU/op, peak RSS {rec.get('osd_peak_rss_mib')} MiB")
+        for n, (mode, pair, side) in enumerate(rounds, 1):
+            state = run_root / f"{n:02d}-{side}"
+            conf = merge_conf(prof["conf"], confs[side])
+            spec = round_spec(state, prof, sides[side], conf, args.seconds, args.stall_seconds, args.progress, mode)
+            eta = "" if n == 1 else f", about {(time.monotonic() - t0) / (n - 1) * (len(rounds) - n + 1) / 60:.0f} min left"
+            log(f"round {n}/{len(rounds)} ({side}, {mode}){eta}")
+            rec = run_node("round", spec, [sides[side].get("bind")])
+            if not rec.get("ok"):
+                error = rec.get("error") or "no error recorded"
+                print(f"round {n} ({side}) failed:\n{error}")
+                return f"round {n} ({side}): {error.splitlines()[0]}"
+            if rec.get("callgrind_file"):
+                keep.mkdir(parents=True, exist_ok=True)
+                rec["callgrind_file"] = str(shutil.move(rec["callgrind_file"], keep / f"round-{n:02d}-{side}.out"))
+            rmtree(state)  # the device file is large; the record holds what matters
+            rec.update(round=n, pair=pair, side=side, mode=mode)
+            records.append(rec)
+            log(f"round {n}/{len(rounds)} ({side}, {mode}): " + round_summary(rec))
     finally:
         # A failed or interrupted round keeps its logs for diagnosis, not its
         # multi-GiB device file: left behind, those filled this machine's disk.
@@ -155,6 +168,14 @@ def run_rounds(args, prof: dict, sides: dict, confs: dict) -> list[dict] | str:
             discard_device(state)
     rmtree(run_root)
     return records
+
+
+def round_summary(rec: dict) -> str:
+    if rec.get("mode") == "callgrind" or rec.get("osd_instructions_per_op"):
+        return (f"{rec['osd_instructions_per_op']:,.0f} instructions/op, "
+                f"{rec['osd_est_cycles_per_op']:,.0f} estimated cycles/op ({rec['iops']:.0f} IOPS under callgrind)")
+    return (f"{rec['iops']:.0f} IOPS, {rec.get('osd_cpu_us_per_op') or 0:.1f} µs CPU/op, "
+            f"peak RSS {rec.get('osd_peak_rss_mib')} MiB")
 
 
 def ab(args) -> int:
@@ -166,19 +187,19 @@ def ab(args) -> int:
     for name, s in sides.items():
         s["conf"] = str(getattr(args, f"{name}_conf")) if getattr(args, f"{name}_conf") else None
     t0 = time.monotonic()
-    records = run_rounds(args, prof, sides, confs)
+    out = args.out or new_run_dir("gate", f"{prof['name']}-{prof['variant']}")
+    records = run_rounds(args, prof, sides, confs, out / "callgrind")
     if isinstance(records, str):
         print(f"gate: ERROR (could not run): {records}")
         return 2
     rep = {"profile": prof["name"], "description": prof.get("description", ""), "variant": prof["variant"],
-           "rounds": args.rounds, "seconds": args.seconds or prof["bench"]["seconds"],
+           "rounds": args.rounds, "mode": args.mode, "seconds": args.seconds or prof["bench"]["seconds"],
            "sides": {k: {"source": v["source"], "conf": v.get("conf")} for k, v in sides.items()},
            "records": records, "wall_seconds": round(time.monotonic() - t0),
            "environment": {"host": host_environment(),
                            "workload": {"bench": prof["bench"], "device": prof["device"], "conf": prof["conf"],
                                         "runtime_conf": prof.get("runtime_conf", {})}}}
-    return report(judge_report(rep, rules, rules_file),
-                  args.out or new_run_dir("gate", f"{prof['name']}-{prof['variant']}"), args.strict)
+    return report(judge_report(rep, rules, rules_file), out, args.strict)
 
 
 def rejudge(args) -> int:

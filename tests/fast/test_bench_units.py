@@ -11,6 +11,7 @@ from cephperf.bench.paired import judge_paired
 from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
 from cephperf.runtime.cluster import cause
+from cephperf.runtime.instrument import estimated_cycles, function_name, parse_annotation, totals
 from cephperf.runtime.measure import counter_delta, parse_summary, queue_report, thread_report
 from cephperf.runtime.record import NodeError
 from cephperf.runtime.spec import NodeSpec
@@ -120,6 +121,53 @@ class MeasureTest(unittest.TestCase):
         self.assertEqual(r["by_name"]["tp_osd_tp"], {"threads": 2, "cpu_percent": 60.0, "busiest_thread_percent": 50.0})
 
 
+# callgrind_annotate --show=Ir --inclusive=no of a stock ceph-osd round (shortened)
+ANNOTATION = """\
+--------------------------------------------------------------------------------
+Ir                   
+--------------------------------------------------------------------------------
+623,232,417 (100.0%)  PROGRAM TOTALS
+
+--------------------------------------------------------------------------------
+Ir                   file:function
+--------------------------------------------------------------------------------
+25,936,268 ( 4.16%)  ???:operator new[](unsigned long) [???]
+12,804,974 ( 2.05%)  ./obj-x86_64-linux-gnu/src/rocksdb/./src/rocksdb/db/memtable.cc:rocksdb::MemTable::KeyComparator::operator()(char const*, rocksdb::Slice const&) const [/usr/bin/ceph-osd]
+10,474,258 ( 1.68%)  ./obj-x86_64-linux-gnu/src/common/./src/common/buffer.cc:ceph::buffer::v15_2_0::list::append(char const*, unsigned int) [/usr/bin/ceph-osd]
+ 7,879,984 ( 1.26%)  ./obj-x86_64-linux-gnu/src/rocksdb/./src/rocksdb/util/user_comparator_wrapper.h:rocksdb::MemTable::KeyComparator::operator()(char const*, rocksdb::Slice const&) const [/usr/bin/ceph-osd]
+ 1,698,000 ( 0.27%)  ???:0x00000000017de690 [/usr/bin/ceph-osd]
+"""
+DUMP_HEAD = """\
+version: 1
+creator: callgrind-3.24.0
+events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+summary: 623232417 189894383 120454399 20612224 8510466 3400661 24894 172069 549536
+"""
+
+
+class InstrumentTest(unittest.TestCase):
+    def test_totals_and_estimated_cycles(self):
+        ev = totals(DUMP_HEAD)
+        self.assertEqual(ev["Ir"], 623232417)
+        self.assertEqual(estimated_cycles(ev), 623232417 + 10 * (20612224 + 8510466 + 3400661)
+                         + 100 * (24894 + 172069 + 549536))
+
+    def test_a_dump_without_totals_is_an_error(self):
+        with self.assertRaisesRegex(NodeError, "no events or totals"):
+            totals("version: 1\n")
+
+    def test_annotation_to_functions(self):
+        top = parse_annotation(ANNOTATION)
+        self.assertEqual(top[0], ("operator new[](unsigned long)", 25936268))
+        # the comparator's lines from memtable.cc and from the header it inlines are one function
+        self.assertEqual(top[1], ("rocksdb::MemTable::KeyComparator::operator()(char const*, rocksdb::Slice const&) const",
+                                  12804974 + 7879984))
+        self.assertEqual(len(top), 4)
+        self.assertEqual(function_name("???:0x00000000017de690 [/usr/bin/ceph-osd]"), "0x00000000017de690")
+        self.assertEqual(function_name("std::map<int, int>::find(int const&) [/usr/bin/ceph-osd]"),
+                         "std::map<int, int>::find(int const&)")
+
+
 class CauseTest(unittest.TestCase):
     def test_full(self):
         self.assertTrue(cause(["bluestore _do_alloc_write failed to allocate", "ceph_abort"], ["x"])
@@ -148,7 +196,8 @@ class ReportTest(unittest.TestCase):
         self.assertIn("- candidate: `debian` + `bench/conf/debug-20.conf`", md)
         self.assertRegex(md, r"\| IOPS \| higher \| 5% \| 3 \| 0\.500\d \| \[[\d.]+, [\d.]+\] \| [\d.]+% \| regression \|")
         self.assertIn("| IOPS | 1,001 | 501 | 0.500 |", md)
-        self.assertIn("| 6 | candidate | 502 |", md)  # rounds in order, alternating
+        self.assertIn("| 6 | candidate | native | 502 |", md)  # rounds in order, alternating
+        self.assertIn("| ceph-osd instructions/op | lower | 1% | 0 | - | - | - | not measured |", md)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,17 @@ class VerdictTest(unittest.TestCase):
     def test_one_round_per_side_is_not_judged(self):
         j = judge(rounds([6000], [3000], [150], [300]), RULES)
         self.assertFalse(j["judged"])
-        self.assertTrue(all(r["verdict"].startswith("not judged") for r in j["rules"]))
+        measured = [r for r in j["rules"] if r["verdict"] != "not measured"]  # no instruction-counted rounds here
+        self.assertEqual([r["metric"] for r in measured], ["iops", "osd_cpu_us_per_op"])
+        self.assertTrue(all(r["verdict"].startswith("not judged") for r in measured))
+
+    def test_instruction_rule_applies_to_counted_rounds(self):
+        recs = [{**r, "mode": "callgrind", "osd_instructions_per_op": 208_000 * (1.03 if r["side"] == "candidate" else 1)
+                 * (1 + 0.001 * r["pair"])} for r in rounds([6000] * 4, [6000] * 4, [150] * 4, [150] * 4)]
+        j = judge(recs, RULES)
+        rule = next(r for r in j["rules"] if r["metric"] == "osd_instructions_per_op")
+        self.assertEqual(rule["verdict"], "regression")
+        self.assertFalse(j["ok"])
 
     def test_missing_metric_is_not_a_pass(self):
         recs = [{"side": "baseline", "iops": 1}, {"side": "candidate", "iops": 1}]

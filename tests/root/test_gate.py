@@ -33,21 +33,33 @@ class GateTest(unittest.TestCase):
         return subprocess.run([str(GATE), *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
     def test_smoke_stock_vs_stock(self):
-        """CI's smoke: one 10 s round per side, the full path, stock vs stock."""
+        """CI's smoke: one 10 s round per side, native and instruction-counted, the full path, stock vs stock."""
         r = self.gate("--baseline", "debian", "--candidate", "debian", "--rounds", "1", "--seconds", "10",
-                      "--out", self.tmp / "out")
+                      "--mode", "both", "--out", self.tmp / "out")
         self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
         self.assertRegex(r.stdout.strip().splitlines()[-1], r"^gate: PASS \(not judged: 1 round\(s\) per side")
         rep = json.loads((self.tmp / "out" / "report.json").read_text())
         self.assertEqual(rep["schema_version"], 2)  # 2: paired judgement and the environment block
-        self.assertEqual([x["side"] for x in rep["records"]], ["baseline", "candidate"])
+        native = [x for x in rep["records"] if x["mode"] == "native"]
+        counted = [x for x in rep["records"] if x["mode"] == "callgrind"]
+        self.assertEqual([x["side"] for x in native], ["baseline", "candidate"])
+        self.assertEqual([x["side"] for x in counted], ["baseline", "candidate"])
+        for rec in counted:
+            # stock 18.2.7 does about 208,000 instructions per 4 KiB write op
+            self.assertGreater(rec["osd_instructions_per_op"], 100_000)
+            self.assertLess(rec["osd_instructions_per_op"], 1_000_000)
+            self.assertGreater(rec["osd_est_cycles_per_op"], rec["osd_instructions_per_op"])
+            self.assertTrue(Path(rec["callgrind_file"]).is_file())
+        names = [n for n, _ in rep["functions"]["inclusive"]["baseline"]]
+        self.assertTrue(any("PrimaryLogPG" in n for n in names), names)
+        self.assertIn("| ceph-osd instructions/op |", (self.tmp / "out" / "report.md").read_text())
         env = rep["environment"]
         self.assertEqual(set(env["host"]), {"ceph_perf_commit", "kernel", "cpu_model", "cores"})
         self.assertEqual(env["workload"]["bench"]["block_size"], 4096)
         for side in ("baseline", "candidate"):
             self.assertRegex(env["sides"][side]["versions"]["ceph-osd"], r"^18\.2\.7")
             self.assertIn(env["sides"][side]["osd_metadata"]["bluestore_bdev_rotational"], ("0", "1"))
-        for rec in rep["records"]:
+        for rec in native:
             self.assertGreater(rec["iops"], 0)
             self.assertGreater(rec["osd_cpu_us_per_op"], 0)
             self.assertGreater(rec["osd_peak_rss_mib"], 0)

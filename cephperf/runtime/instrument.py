@@ -1,0 +1,110 @@
+"""Instructions per op: ceph-osd under valgrind's callgrind, instrumented
+only over the measured window (python3 stdlib only, inside the runtime root).
+
+The OSD starts under callgrind with instrumentation off (--instr-atstart=no),
+so mkfs (never under valgrind), pool creation and the warm-up cost nothing;
+`callgrind_control -i on` switches it on just before the window, and a dump
+at its end holds the window's counts. --cache-sim=yes adds the L1 and
+last-level misses, from which the estimated cycles come (Ir + 10 x L1 misses
++ 100 x LL misses, as iai and SQLite estimate them). Under callgrind the OSD
+runs some 30 times slower, so this measures work, not speed; the OSD's
+internal timeouts are raised in this mode only.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .shell import sh
+from .record import NodeError
+
+# Raised in this mode only: a thread that takes 30 times longer than usual
+# must not be declared stuck, nor the OSD reported down.
+TIMEOUTS = {
+    "osd": {"osd_op_thread_timeout": 600, "osd_op_thread_suicide_timeout": 6000,
+            "threadpool_default_timeout": 600, "osd_command_thread_timeout": 600,
+            "osd_command_thread_suicide_timeout": 6000, "osd_heartbeat_grace": 600},
+    "mon": {"mon_osd_report_timeout": 3600},
+}
+TOP_FUNCTIONS = 30
+
+
+def wrap(argv: list, out_file: Path) -> list:
+    """The OSD's command line under callgrind, instrumentation off until switched on."""
+    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--cache-sim=yes", "--dump-instr=no",
+            f"--callgrind-out-file={out_file}", *map(str, argv)]
+
+
+def switch_on(pid: int) -> None:
+    sh("callgrind_control", "-z", str(pid), timeout=120)
+    sh("callgrind_control", "-i", "on", str(pid), timeout=120)
+
+
+def dump(pid: int, out_file: Path) -> Path:
+    """Dump the counts so far (the window's) and switch instrumentation off; the dump's path."""
+    before = set(out_file.parent.glob(out_file.name + "*"))
+    sh("callgrind_control", "-d", str(pid), timeout=600)
+    sh("callgrind_control", "-i", "off", str(pid), timeout=120)
+    new = sorted(set(out_file.parent.glob(out_file.name + "*")) - before, key=lambda p: p.stat().st_mtime)
+    if not new:
+        raise NodeError(f"callgrind_control -d {pid} left no dump next to {out_file}")
+    return new[-1]
+
+
+def totals(text: str) -> dict[str, int]:
+    """The event totals of a callgrind dump: {Ir: ..., I1mr: ..., ...}."""
+    events = re.search(r"^events:\s*(.+)$", text, re.M)
+    total = re.search(r"^(?:totals|summary):\s*(.+)$", text, re.M)
+    if not events or not total:
+        raise NodeError("the callgrind dump has no events or totals line")
+    return dict(zip(events.group(1).split(), map(int, total.group(1).split())))
+
+
+def estimated_cycles(ev: dict[str, int]) -> int:
+    l1 = ev.get("I1mr", 0) + ev.get("D1mr", 0) + ev.get("D1mw", 0)
+    ll = ev.get("ILmr", 0) + ev.get("DLmr", 0) + ev.get("DLmw", 0)
+    return ev["Ir"] + 10 * l1 + 100 * ll
+
+
+ANNOTATED = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(.+?)\s*$")
+
+
+def function_name(where: str) -> str:
+    """`file:function [object]` as callgrind_annotate prints it, to the function."""
+    where = re.sub(r"\s+\[[^\]]*\]$", "", where)
+    head, sep, rest = where.partition(":")
+    if sep and (head == "???" or "/" in head or head.endswith((".cc", ".h", ".c", ".hpp", ".cpp"))):
+        return rest
+    return where
+
+
+def parse_annotation(text: str, top: int = TOP_FUNCTIONS) -> list[tuple[str, int]]:
+    """(function, Ir) of callgrind_annotate's function lines, largest first.
+    One function's lines under several source files (code inlined from a
+    header is filed under the header) are added up."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        m = ANNOTATED.match(line)
+        if m and "PROGRAM TOTALS" not in m.group(2):
+            name = function_name(m.group(2))
+            out[name] = out.get(name, 0) + int(m.group(1).replace(",", ""))
+    return sorted(out.items(), key=lambda kv: -kv[1])[:top]
+
+
+def functions(dump_file: Path, ops: int) -> dict:
+    """Top functions by self and by inclusive instructions, per op."""
+    out = {}
+    for kind, flag in (("self", "no"), ("inclusive", "yes")):
+        text = sh("callgrind_annotate", "--show=Ir", f"--inclusive={flag}", "--threshold=99.9", dump_file,
+                  timeout=600).stdout
+        out[kind] = [[name, round(ir / ops, 1)] for name, ir in parse_annotation(text)]
+    return out
+
+
+def measure(dump_file: Path, ops: int) -> dict:
+    if not ops:
+        raise NodeError("no op completed in the instrumented window")
+    ev = totals(dump_file.read_text(errors="replace"))
+    return {"mode": "callgrind", "osd_instructions_per_op": round(ev["Ir"] / ops, 1),
+            "osd_est_cycles_per_op": round(estimated_cycles(ev) / ops, 1),
+            "callgrind_events": ev, "functions": functions(dump_file, ops), "callgrind_file": str(dump_file)}
