@@ -96,6 +96,7 @@ def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int
     counted = mode == "callgrind"
     if counted:
         bench["seconds"] = prof["counted"]["seconds"]
+        bench["threads"] = prof["counted"].get("threads", bench["threads"])
     if seconds:
         bench["seconds"] = seconds
     if "prefill_seconds" in bench and (seconds or counted):

@@ -47,6 +47,17 @@ class AcceptanceTest(unittest.TestCase):
         self.assertIn("| ab-1 | 1 | 1 |", (self.out / "summary.md").read_text())
         self.assertIn("0.8 [0.75, 0.85]", (self.out / "summary.md").read_text())
 
+    def test_a_small_known_regression_and_the_rates(self):
+        small = self.tmp / "small.conf"
+        small.write_text("[osd]\nosd_enable_op_tracker = false\n")
+        r = self.acceptance("honest", 0, "--small-conf", small, "--mode", "both")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.calls(), ["aa-1", "aa-2", "ab-1", "ab-2", "small-1", "small-2"])
+        md = (self.out / "summary.md").read_text()
+        self.assertIn("| A/A (must pass) | 2 | 2 of 2 |", md)
+        self.assertIn("| A/B, --small-conf (must fail) | 2 | 2 of 2 |", md)
+        self.assertEqual(self.summary()["plan"]["mode"], "both")
+
     def test_a_gate_blind_to_the_regression_fails_acceptance(self):
         r = self.acceptance("blind")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)

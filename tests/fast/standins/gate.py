@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Stands in for bench/gate in tests/fast/test_acceptance.py: logs its call,
 writes a report, and exits as the environment says. An honest gate fails the
-regressed candidate (exit 1); a blind one passes everything.
+regressed candidate (exit 1; --candidate-conf or --baseline-conf makes one);
+a blind one passes everything.
 STAND_IN_INTERRUPT_AT=N interrupts acceptance itself (SIGINT, as Ctrl-C
 would) during the Nth call."""
 import json, os, signal, sys
@@ -15,7 +16,7 @@ calls = len(log.read_text().split())
 if calls == int(os.environ.get("STAND_IN_INTERRUPT_AT", "0")):
     os.kill(os.getppid(), signal.SIGINT)
     sys.exit(130)
-regressed = "--candidate-conf" in args
+regressed = "--candidate-conf" in args or "--baseline-conf" in args
 out.mkdir(parents=True)
 ratio = 0.8 if regressed else 1.0
 (out / "report.json").write_text(json.dumps({"judgement": {"rules": [
