@@ -13,12 +13,14 @@ SHOWN = 15
 
 
 def medians(records: list[dict], side: str, kind: str) -> dict[str, float]:
-    """Median instructions per op of each function over a side's counted rounds
-    (0 in a round where it was not among the top functions)."""
+    """Median instructions per op of each function over the side's counted
+    rounds that list it (each round lists its top functions only; a function
+    listed in fewer than half of them is left out)."""
     rounds = [dict(r["functions"][kind]) for r in records
               if r.get("side") == side and isinstance(r.get("functions"), dict)]
     names = {n for r in rounds for n in r}
-    return {n: statistics.median(r.get(n, 0.0) for r in rounds) for n in names} if rounds else {}
+    return {n: statistics.median(r[n] for r in rounds if n in r) for n in names
+            if 2 * sum(n in r for r in rounds) >= len(rounds)}
 
 
 def tables(records: list[dict]) -> dict:
@@ -28,11 +30,15 @@ def tables(records: list[dict]) -> dict:
         base, cand = medians(records, "baseline", kind), medians(records, "candidate", kind)
         if not base and not cand:
             continue
-        diffs = [[n, base.get(n, 0.0), cand.get(n, 0.0), cand.get(n, 0.0) - base.get(n, 0.0)]
-                 for n in set(base) | set(cand)]
+        # only functions listed on both sides: one missing from a side's top
+        # list is below its cut-off there, not absent
+        diffs = [[n, base[n], cand[n], cand[n] - base[n]] for n in set(base) & set(cand)]
         out[kind] = {"baseline": sorted(base.items(), key=lambda kv: -kv[1])[:SHOWN],
                      "candidate": sorted(cand.items(), key=lambda kv: -kv[1])[:SHOWN],
-                     "differences": sorted(diffs, key=lambda d: -abs(d[3]))[:SHOWN]}
+                     "differences": sorted(diffs, key=lambda d: -abs(d[3]))[:SHOWN],
+                     "one_side_only": {side: sorted(((n, v) for n, v in mine.items() if n not in other),
+                                                    key=lambda kv: -kv[1])[:5]
+                                       for side, mine, other in (("baseline", base, cand), ("candidate", cand, base))}}
     return out
 
 
@@ -55,5 +61,9 @@ def markdown(t: dict) -> list[str]:
                   "|---|---|---|---|"]
         for n, b, c, d in tab["differences"]:
             lines.append(f"| `{short(n)}` | {b:,.0f} | {c:,.0f} | {d:+,.0f} |")
+        for side, only in tab.get("one_side_only", {}).items():
+            if only:
+                lines += ["", f"Listed for the {side} only (inlined, or below the other side's cut-off): "
+                          + ", ".join(f"`{short(n, 60)}` {v:,.0f}" for n, v in only)]
         lines.append("")
     return lines

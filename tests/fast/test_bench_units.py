@@ -7,6 +7,7 @@ from pathlib import Path
 
 from cephperf.bench.report import markdown
 from cephperf.bench.rounds import load_profile, parse_source, round_spec
+from cephperf.bench.functions import tables
 from cephperf.bench.paired import judge_paired
 from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
@@ -166,6 +167,20 @@ class InstrumentTest(unittest.TestCase):
         self.assertEqual(function_name("???:0x00000000017de690 [/usr/bin/ceph-osd]"), "0x00000000017de690")
         self.assertEqual(function_name("std::map<int, int>::find(int const&) [/usr/bin/ceph-osd]"),
                          "std::map<int, int>::find(int const&)")
+
+
+class FunctionTablesTest(unittest.TestCase):
+    def test_differences_only_of_functions_listed_on_both_sides(self):
+        def rec(side, fns):
+            return {"side": side, "mode": "callgrind", "functions": {"self": fns, "inclusive": fns}}
+        records = [rec("baseline", [["release", 3000.0], ["do_op", 100.0], ["tick", 50.0]]),
+                   rec("baseline", [["release", 3100.0], ["do_op", 110.0]]),
+                   rec("candidate", [["do_op", 90.0], ["insert", 40.0]]),
+                   rec("candidate", [["do_op", 92.0], ["insert", 42.0]])]
+        t = tables(records)["self"]
+        self.assertEqual(t["differences"], [["do_op", 105.0, 91.0, -14.0]])
+        self.assertEqual(t["baseline"][0], ("release", 3050.0))
+        self.assertEqual(dict(t["baseline"]).get("tick"), 50.0)  # listed in half the baseline's rounds
 
 
 class CauseTest(unittest.TestCase):
