@@ -71,13 +71,15 @@ def judge_report(rep: dict, rules: dict, rules_file: Path) -> dict:
                             "sides": {s: side_environment(rep["records"], s) for s in ("baseline", "candidate")}}}
 
 
-def write_report(rep: dict, out: Path) -> None:
+def write_report(rep: dict, out: Path, link_latest: bool) -> None:
+    """The report's files in `out`; link_latest (for a directory of new_run_dir's)
+    points the `latest` beside it at it."""
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "report.json", json.dumps(rep, indent=2) + "\n")
     write_atomic(out / "report.md", markdown(rep))
     write_atomic(out / "chart.svg", svg_chart(rep))
     latest = out.parent / "latest"
-    if latest.is_symlink() or not latest.exists():
+    if link_latest and (latest.is_symlink() or not latest.exists()):
         latest.unlink(missing_ok=True)
         latest.symlink_to(out.name)
 

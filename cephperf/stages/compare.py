@@ -52,7 +52,7 @@ def execute():
            "records": base_recs + cand_recs, "environment": {"host": host_environment()}}
     out = args.out or new_run_dir("compare", base["profile"])
     rep = judge_report(rep, load_toml(args.rules), args.rules)
-    write_report(rep, out)
+    write_report(rep, out, link_latest=args.out is None)
     print((out / "report.md").read_text())
     return finish(rep, out, args.strict)
 

@@ -199,7 +199,7 @@ def ab(args) -> int:
            "environment": {"host": host_environment(),
                            "workload": {"bench": prof["bench"], "device": prof["device"], "conf": prof["conf"],
                                         "runtime_conf": prof.get("runtime_conf", {})}}}
-    return report(judge_report(rep, rules, rules_file), out, args.strict)
+    return report(judge_report(rep, rules, rules_file), out, args.strict, link_latest=args.out is None)
 
 
 def rejudge(args) -> int:
@@ -213,11 +213,11 @@ def rejudge(args) -> int:
     saved = Path(rep.get("rules_file", ""))
     rules_file = args.rules or (saved if saved.is_file() else DEFAULT_RULES)
     out = args.out or new_run_dir("gate", f"{rep['profile']}-{rep['variant']}-rejudged")
-    return report(judge_report(rep, load_toml(rules_file), rules_file), out, args.strict)
+    return report(judge_report(rep, load_toml(rules_file), rules_file), out, args.strict, link_latest=args.out is None)
 
 
-def report(rep: dict, out: Path, strict: bool) -> int:
-    write_report(rep, out)
+def report(rep: dict, out: Path, strict: bool, link_latest: bool) -> int:
+    write_report(rep, out, link_latest)
     print((out / "report.md").read_text())
     return finish(rep, out, strict)
 
