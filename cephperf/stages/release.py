@@ -28,7 +28,6 @@ def stages(profile: str):
     """(name, command, inputs): a check stage with inputs is skipped when it
     passed before on the same inputs; the others skip their own work."""
     debs = paths.debs_out(profile)
-    reports = paths.build_dir() / "reports"  # the audit and gate of a release keep reports of their own
     node_side = PACKAGE / "runtime"
     return [
         ("source", [CI / "source"], None),
@@ -36,7 +35,7 @@ def stages(profile: str):
         ("check-flags", [CI / "check-flags"], None),
         ("patch-tests", [CI / "patch-tests"], None),
         ("build-debs", [CI / "build-debs", "--profile", profile], None),
-        ("audit-flags", [CI / "audit-flags", "--debs", debs, "--out", reports / "audit-release"],
+        ("audit-flags", [CI / "audit-flags", "--debs", debs, "--out", paths.reports("audit-release")],
          [debs / "stamp.json", PACKAGE / "stages" / "audit_flags.py", PACKAGE / "build" / "audit.py",
           paths.AUDIT_RULES]),
         ("io-mock-test", [CI / "io-mock-test", "--debs", debs],
@@ -44,7 +43,7 @@ def stages(profile: str):
         ("publish-repo", [CI / "publish-repo", "--profile", profile], None),
         ("upgrade-test", [CI / "upgrade-test"],
          [debs / "stamp.json", PACKAGE / "stages" / "upgrade_test.py", PACKAGE / "nodes.py", node_side]),
-        ("gate", [paths.BENCH / "gate", "--baseline", "debian", "--candidate", debs, "--out", reports / "gate-release"],
+        ("gate", [paths.BENCH / "gate", "--baseline", "debian", "--candidate", debs, "--out", paths.reports("gate-release")],
          [debs / "stamp.json", paths.BENCH, PACKAGE / "bench", PACKAGE / "stages" / "gate.py", node_side]),
     ]
 

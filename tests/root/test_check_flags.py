@@ -2,9 +2,11 @@
 import json
 import unittest
 
-from tests.helpers import REPO, run_stage
+from tests.helpers import run_stage
 
-REPORT = REPO / "build" / "reports" / "flags" / "report.json"
+from cephperf.paths import reports
+
+REPORT = reports("flags") / "report.json"
 
 
 def case(report, name):

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from tests.helpers import REPO, scratch_dir
 
-from cephperf.paths import cache_dir
+from cephperf.paths import cluster_state
 from cephperf.leftovers import our_daemons, run_mounts
 
 CLUSTER = REPO / "bench" / "cluster"
 GATE = REPO / "bench" / "gate"
 NAME = f"test-{os.getpid()}"
-STATE = cache_dir() / "bench" / "clusters" / NAME  # bench/cluster's state directory for NAME
+STATE = cluster_state(NAME)  # bench/cluster's state directory for NAME
 
 
 def cluster(*args, timeout=900):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.helpers import REPO
 
-from cephperf.paths import cache_dir
+from cephperf.paths import runs_root
 from cephperf.leftovers import our_daemons, run_mounts
 
 GATE = REPO / "bench" / "gate"
@@ -91,7 +91,7 @@ class GateTest(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 600)
         self.assertEqual(our_daemons(), [])
         # the failed round's logs stay for diagnosis, its device file does not
-        runs = cache_dir() / "bench" / "runs"
+        runs = runs_root()
         self.assertEqual([p for p in runs.rglob("block")
                           if p.lstat().st_mtime >= self.started], [])
 

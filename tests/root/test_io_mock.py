@@ -16,11 +16,11 @@ from tests.helpers import REPO, scratch_dir
 from tests.root.test_upgrade import standin_debs  # Debian's ceph-osd, re-versioned
 
 from cephperf.common import load_pins
-from cephperf.paths import cache_dir
+from cephperf.paths import debs_out
 
 
 def candidate_debs() -> Path | None:
-    d = Path(os.environ.get("CEPH_PERF_CANDIDATE_DEBS") or cache_dir() / "builds" / "debs-osd-only" / "out")
+    d = Path(os.environ.get("CEPH_PERF_CANDIDATE_DEBS") or debs_out("osd-only"))
     ours = load_pins()["ours"]["version"]
     return d if list(d.glob(f"ceph-osd_{ours.split(':')[-1]}_*.deb")) else None
 

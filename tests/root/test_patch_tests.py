@@ -7,12 +7,14 @@ import unittest
 
 from tests.helpers import REPO
 
+from cephperf.paths import reports
+
 
 class PatchTests(unittest.TestCase):
     def test_series_compiles_and_its_unit_tests_pass(self):
         r = subprocess.run([str(REPO / "ci" / "patch-tests"), "--force"], capture_output=True, text=True,
                            timeout=1700)
-        report = REPO / "build" / "reports" / "patch-tests" / "report.json"
+        report = reports("patch-tests") / "report.json"
         self.assertEqual(r.returncode, 0, r.stdout[-4000:] + r.stderr[-4000:])
         res = json.loads(report.read_text())
         self.assertTrue(res["options_ok"])
