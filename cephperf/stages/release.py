@@ -37,7 +37,7 @@ def stages(profile: str):
         ("build-debs", [CI / "build-debs", "--profile", profile], None),
         ("audit-flags", [CI / "audit-flags", "--debs", debs, "--out", paths.reports("audit-release")],
          [debs / "stamp.json", PACKAGE / "stages" / "audit_flags.py", PACKAGE / "build" / "audit.py",
-          paths.AUDIT_RULES]),
+          PACKAGE / "build" / "elf.py", paths.AUDIT_RULES]),
         ("io-mock-test", [CI / "io-mock-test", "--debs", debs],
          [debs / "stamp.json", PACKAGE / "stages" / "io_mock_test.py", PACKAGE / "nodes.py", node_side]),
         ("publish-repo", [CI / "publish-repo", "--profile", profile], None),
