@@ -4,11 +4,14 @@ Used by the tests after every run that must clean up, and by bench/acceptance.""
 import os
 from pathlib import Path
 
-from cephperf.paths import REPO
+from cephperf.paths import REPO, cache_dir
 
 
 def our_daemons() -> list[str]:
     """ceph-mon, ceph-osd, rados and node-side (cephperf.runtime) processes of the bench (not other users' ones)."""
+    # the bench's daemons name files under the cache (their ceph.conf), which
+    # need not be called ceph-perf when $CEPH_PERF_CACHE points elsewhere
+    marks = ("ceph-perf", str(REPO), str(cache_dir()))
     found = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
@@ -17,7 +20,7 @@ def our_daemons() -> list[str]:
             except OSError:
                 continue
             prog = os.path.basename(argv[0])
-            ours = any("ceph-perf" in a or str(REPO) in a for a in argv)
+            ours = any(m in a for a in argv for m in marks)
             node_side = len(argv) > 2 and argv[1] == "-m" and argv[2].startswith("cephperf.runtime.")
             if ours and (prog in ("ceph-osd", "ceph-mon", "rados") or node_side):
                 found.append(" ".join(argv))
