@@ -105,3 +105,10 @@ def finish(rep: dict, out: Path, strict: bool) -> int:
         print(f"gate: PASS ({v}) {where}")
     unproven = any(r["verdict"] == "no difference shown" or r["verdict"].startswith("not judged") for r in j["rules"])
     return EXIT_UNPROVEN if strict and unproven else EXIT_PASS
+
+
+def publish(rep: dict, out: Path, strict: bool, link_latest: bool) -> int:
+    """Write the report, show it, and give the gate's last line and exit code."""
+    write_report(rep, out, link_latest)
+    print((out / "report.md").read_text())
+    return finish(rep, out, strict)

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.bench.verdict import finish, host_environment, judge_report, new_run_dir, write_report
+from cephperf.bench.verdict import host_environment, judge_report, new_run_dir, publish
 from cephperf.common import EXIT_ERROR, StageError, load_toml, main_wrapper
 
 
@@ -52,9 +52,7 @@ def execute():
            "records": base_recs + cand_recs, "environment": {"host": host_environment()}}
     out = args.out or new_run_dir("compare", base["profile"])
     rep = judge_report(rep, load_toml(args.rules), args.rules)
-    write_report(rep, out, link_latest=args.out is None)
-    print((out / "report.md").read_text())
-    return finish(rep, out, args.strict)
+    return publish(rep, out, args.strict, link_latest=args.out is None)
 
 
 def main():

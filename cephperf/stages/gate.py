@@ -37,7 +37,7 @@ from cephperf import paths
 from cephperf.bench.report import SCHEMA_VERSION
 from cephperf.bench.rounds import (load_profile, merge_conf, parse_source, read_conf_file, round_spec, run_node,
                                    runs_dir)
-from cephperf.bench.verdict import finish, host_environment, judge_report, new_run_dir, write_report
+from cephperf.bench.verdict import host_environment, judge_report, new_run_dir, publish
 from cephperf.build.roots import Root
 from cephperf.common import StageError, load_toml, log, main_wrapper, rmtree, write_atomic
 
@@ -199,7 +199,7 @@ def ab(args) -> int:
            "environment": {"host": host_environment(),
                            "workload": {"bench": prof["bench"], "device": prof["device"], "conf": prof["conf"],
                                         "runtime_conf": prof.get("runtime_conf", {})}}}
-    return report(judge_report(rep, rules, rules_file), out, args.strict, link_latest=args.out is None)
+    return publish(judge_report(rep, rules, rules_file), out, args.strict, link_latest=args.out is None)
 
 
 def rejudge(args) -> int:
@@ -213,13 +213,7 @@ def rejudge(args) -> int:
     saved = Path(rep.get("rules_file", ""))
     rules_file = args.rules or (saved if saved.is_file() else DEFAULT_RULES)
     out = args.out or new_run_dir("gate", f"{rep['profile']}-{rep['variant']}-rejudged")
-    return report(judge_report(rep, load_toml(rules_file), rules_file), out, args.strict, link_latest=args.out is None)
-
-
-def report(rep: dict, out: Path, strict: bool, link_latest: bool) -> int:
-    write_report(rep, out, link_latest)
-    print((out / "report.md").read_text())
-    return finish(rep, out, strict)
+    return publish(judge_report(rep, load_toml(rules_file), rules_file), out, args.strict, link_latest=args.out is None)
 
 
 def main():
