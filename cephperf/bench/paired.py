@@ -69,6 +69,19 @@ def log_ratios(records: list[dict], metric: str) -> list[float]:
             if "baseline" in p and "candidate" in p]
 
 
+def spread_from_median(records: list[dict], metric: str, mode: str) -> dict[str, float]:
+    """Per side, the largest relative distance of one round's value from the
+    side's median over the rounds of `mode`: how steady the instrument was."""
+    out = {}
+    for side in ("baseline", "candidate"):
+        vals = [r[metric] for r in records if r.get("side") == side and r.get("mode", "native") == mode
+                and isinstance(r.get(metric), (int, float)) and r[metric] > 0]
+        if vals:
+            med = statistics.median(vals)
+            out[side] = max(abs(v / med - 1) for v in vals)
+    return out
+
+
 def paired_interval(d: list[float], confidence: float, power: float) -> dict:
     """Ratio (the geometric mean of the pairs' ratios), its t-interval and the
     minimum detectable effect at the given power, as ratios."""
@@ -115,7 +128,8 @@ def judge_paired(records: list[dict], rules: dict) -> dict:
         if not d:
             out.append({**rule, "verdict": "no data", "ok": False})
             continue
-        est = paired_interval(d, conf, power)
+        est = {**paired_interval(d, conf, power),
+               "spread": spread_from_median(records, rule["metric"], rule.get("mode", "native"))}
         if len(d) < min_pairs:
             # One or two pairs give no interval worth the name: noise would decide.
             out.append({**rule, **est, "ok": True, "verdict": f"not judged: fewer than {min_pairs} pairs"})

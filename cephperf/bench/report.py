@@ -44,15 +44,20 @@ def side_line(rep: dict, side: str) -> str:
 def rules_table(j: dict) -> list[str]:
     lines = [f"## Rules (paired: log ratio of each adjacent baseline/candidate pair, ABBA order; "
              f"{int(j['confidence'] * 100)}% t-interval of the ratio)", "",
-             f"| metric | better | tolerance | pairs | ratio | interval | smallest detectable ({int(j['power'] * 100)}% power) | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"| metric | better | tolerance | pairs | ratio | interval | smallest detectable ({int(j['power'] * 100)}% power) "
+             f"| verdict | widest round from its side's median (baseline, candidate) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in j["rules"]:
         ci, mde = r.get("ci"), r.get("mde")
         lines.append(f"| {LABELS.get(r['metric'], r['metric'])} | {r['better']} | {r['tolerance']:.0%} | "
                      f"{r.get('pairs', 0)} | {'%.4f' % r['ratio'] if r.get('ratio') is not None else '-'} | "
                      f"{'[%.4f, %.4f]' % tuple(ci) if ci else '-'} | {f'{mde:.1%}' if mde is not None else '-'} | "
-                     f"{r['verdict']} |")
+                     f"{r['verdict']} | {spread_cell(r.get('spread'))} |")
     return lines
+
+
+def spread_cell(spread: dict | None) -> str:
+    return ", ".join(f"{spread[s]:.2%}" if s in spread else "-" for s in ("baseline", "candidate")) if spread else "-"
 
 
 def environment_lines(rep: dict) -> list[str]:

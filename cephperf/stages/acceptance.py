@@ -1,6 +1,6 @@
 """bench/acceptance: does the gate give verdicts that hold on this machine?
 
-  bench/acceptance [--runs N] [--packages SRC] [--regress-conf FILE]
+  bench/acceptance [--runs N] [--packages SRC] [--regress-conf FILE] [--regress-runs N]
                    [--small-conf FILE] [--mode MODE] [--out DIR]
 
 Runs the default gate N times A/A (SRC against itself: every run must pass)
@@ -9,9 +9,11 @@ default bench/conf/debug-20.conf: every run must fail with exit 1), one after
 the other. With --small-conf FILE, N runs more with FILE on the baseline side
 (bench/conf/op-tracker-off.conf makes the candidate's OSD do about 2% more
 instructions per op, a small known regression that only instruction-counted
-rounds can see: give --mode counted or both, passed on to the gate). The
-summary states the A/A false-fail rate, each regression's detection rate and
-the time per run. After each run it checks that nothing was left behind: none of
+rounds can see: give --mode counted or both, passed on to the gate).
+--regress-runs N sets the number of --regress-conf runs apart. The kinds
+take turns. The summary states the A/A false-fail rate, each regression's
+detection rate, the time per run, and how steady the instruction-counted
+rounds were (every round within 1% of its side's median). After each run it checks that nothing was left behind: none of
 the bench's daemons or rados processes, no mount of a root run.
 Writes summary.json and summary.md in --out (default build/reports/acceptance),
 each gate's report under it. summary.json is rewritten after every run, so an
@@ -32,6 +34,8 @@ from cephperf.common import EXIT_ERROR, StageError, log, main_wrapper, rmtree, w
 from cephperf.leftovers import our_daemons, run_mounts
 
 TIME_LIMIT_SECONDS = 20 * 60  # a default gate run, native and instruction-counted rounds (issue #14)
+COUNTED = "osd_instructions_per_op"
+STEADY = 0.01  # issue #14: every counted round within 1% of its side's median
 KINDS = {"aa": "A/A (must pass)", "ab": "A/B, --regress-conf (must fail)", "small": "A/B, --small-conf (must fail)"}
 
 
@@ -48,23 +52,31 @@ def gate(program: Path, name: str, args: list[str], out: Path) -> dict:
     if report.exists():
         for r in json.loads(report.read_text())["judgement"]["rules"]:
             if r.get("ci"):
-                ratios[r["metric"]] = {"ratio": round(r["ratio"], 3), "ci": [round(x, 3) for x in r["ci"]]}
+                ratios[r["metric"]] = {"ratio": round(r["ratio"], 4), "ci": [round(x, 4) for x in r["ci"]],
+                                       "spread": max((r.get("spread") or {}).values(), default=None)}
     return {"name": name, "exit": rc, "seconds": seconds, "ratios": ratios, "leftovers": leftovers()}
 
 
 def render(runs: list[dict]) -> str:
-    lines = ["# Gate acceptance", "", "| run | expected | exit | minutes | IOPS ratio [95% CI] | CPU/op ratio [95% CI] | left behind |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["# Gate acceptance", "", "| run | expected | exit | minutes | IOPS ratio [95% CI] | CPU/op ratio [95% CI] "
+             "| instructions/op ratio [95% CI] | widest counted round from its side's median | left behind |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         def cell(metric):
             m = r["ratios"].get(metric)
             return f"{m['ratio']} [{m['ci'][0]}, {m['ci'][1]}]" if m else "-"
+        spread = counted_spread(r)
         lines.append(f"| {r['name']} | {r['expected']} | {r['exit']} | {r['seconds'] / 60:.1f} | {cell('iops')} | "
-                     f"{cell('osd_cpu_us_per_op')} | {', '.join(r['leftovers']) or 'nothing'} |")
+                     f"{cell('osd_cpu_us_per_op')} | {cell(COUNTED)} | {'-' if spread is None else f'{spread:.2%}'} | "
+                     f"{', '.join(r['leftovers']) or 'nothing'} |")
     good = sum(r["ok"] for r in runs)
     lines += ["", f"{good} of {len(runs)} runs as expected "
               f"(A/A exit 0, A/B exit 1, each within {TIME_LIMIT_SECONDS // 60} min, nothing left).", ""]
     return "\n".join(lines + rates(runs)) + "\n"
+
+
+def counted_spread(run: dict) -> float | None:
+    return (run["ratios"].get(COUNTED) or {}).get("spread")
 
 
 def rates(runs: list[dict]) -> list[str]:
@@ -77,17 +89,26 @@ def rates(runs: list[dict]) -> list[str]:
             minutes = [r["seconds"] / 60 for r in mine]
             out.append(f"| {what} | {len(mine)} | {right} of {len(mine)} | "
                        f"{sum(minutes) / len(minutes):.1f}, {max(minutes):.1f} |")
+    spreads = [s for r in runs if r["name"].startswith("aa-") and (s := counted_spread(r)) is not None]
+    if spreads:
+        steady = sum(s <= STEADY for s in spreads)
+        out += ["", f"Instruction-counted A/A runs whose every round lay within {STEADY:.0%} of its side's median: "
+                f"{steady} of {len(spreads)} (widest {max(spreads):.2%})."]
     return out
 
 
 def plan(args) -> list[tuple[str, int, list[str]]]:
-    """(run name, expected exit, gate arguments) of every run, in order."""
+    """(run name, expected exit, gate arguments) of every run, in order. The
+    kinds take turns (aa-1, small-1, ab-1, aa-2, ...): a drift of the machine
+    over hours touches every kind alike, and a run cut short has some of each."""
     sides = ["--baseline", args.packages, "--candidate", args.packages, *(["--mode", args.mode] if args.mode else [])]
-    kinds = [("aa", 0, []), ("ab", 1, ["--candidate-conf", str(args.regress_conf)])]
+    regress_runs = args.runs if args.regress_runs is None else args.regress_runs
+    kinds = [("aa", 0, [], args.runs)]
     if args.small_conf:
-        kinds.append(("small", 1, ["--baseline-conf", str(args.small_conf)]))
-    return [(f"{kind}-{i}", expected, [*sides, *extra]) for kind, expected, extra in kinds
-            for i in range(1, args.runs + 1)]
+        kinds.append(("small", 1, ["--baseline-conf", str(args.small_conf)], args.runs))
+    kinds.append(("ab", 1, ["--candidate-conf", str(args.regress_conf)], regress_runs))
+    return [(f"{kind}-{i}", expected, [*sides, *extra]) for i in range(1, max(args.runs, regress_runs) + 1)
+            for kind, expected, extra, count in kinds if i <= count]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -95,6 +116,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--packages", default="debian")
     p.add_argument("--regress-conf", type=Path, default=paths.BENCH_CONF / "debug-20.conf")
+    p.add_argument("--regress-runs", type=int, help="runs against --regress-conf (default: --runs)")
     p.add_argument("--small-conf", type=Path, help="a small known regression, on the baseline side "
                                                    "(e.g. bench/conf/op-tracker-off.conf)")
     p.add_argument("--mode", choices=["native", "counted", "both"], help="passed on to the gate")
@@ -119,6 +141,7 @@ def execute():
                          "stop it with `bench/cluster down` or wait for it):\n  " + "\n  ".join(running), EXIT_ERROR)
     identity = {"gate": str(args.gate.resolve()), "packages": args.packages,
                 "regress_conf": str(args.regress_conf.resolve()), "runs": args.runs,
+                "regress_runs": args.regress_runs,
                 "small_conf": str(args.small_conf.resolve()) if args.small_conf else None, "mode": args.mode}
     done = {}
     summary = args.out / "summary.json"

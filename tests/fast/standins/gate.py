@@ -19,6 +19,9 @@ if calls == int(os.environ.get("STAND_IN_INTERRUPT_AT", "0")):
 regressed = "--candidate-conf" in args or "--baseline-conf" in args
 out.mkdir(parents=True)
 ratio = 0.8 if regressed else 1.0
+counted = 1.02 if regressed else 1.0
 (out / "report.json").write_text(json.dumps({"judgement": {"rules": [
-    {"metric": "iops", "ratio": ratio, "ci": [ratio - 0.05, ratio + 0.05]}]}}))
+    {"metric": "iops", "ratio": ratio, "ci": [ratio - 0.05, ratio + 0.05]},
+    {"metric": "osd_instructions_per_op", "ratio": counted, "ci": [counted - 0.005, counted + 0.005],
+     "spread": {"baseline": 0.004, "candidate": 0.007}}]}}))
 sys.exit(1 if regressed and os.environ["STAND_IN_MODE"] == "honest" else 0)
