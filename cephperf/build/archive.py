@@ -66,7 +66,8 @@ def host_deb_entries() -> list[dict]:
                     for suite in st.get("suites", "").split():
                         entries.append({"uri": uri.rstrip("/"), "suite": suite,
                                         "components": st.get("components", "main").split(),
-                                        "signed_by": st.get("signed-by", "")})
+                                        "signed_by": st.get("signed-by", ""),
+                                        "trusted": st.get("trusted", "no").lower() == "yes"})
         else:
             for line in text.splitlines():
                 line = line.split("#", 1)[0].strip()
@@ -77,7 +78,8 @@ def host_deb_entries() -> list[dict]:
                 sb = re.search(r"signed-by=(\S+?)\]?(\s|$)", opts)
                 entries.append({"uri": m.group(2).rstrip("/"), "suite": m.group(3),
                                 "components": m.group(4).split() or ["main"],
-                                "signed_by": sb.group(1) if sb else ""})
+                                "signed_by": sb.group(1) if sb else "",
+                                "trusted": bool(re.search(r"\btrusted=yes\b", opts))})
     return entries
 
 
@@ -101,8 +103,11 @@ def target_entries(target_suite: str) -> list[dict]:
         if key in seen:
             continue
         seen.add(key)
-        out.append({"uri": e["uri"], "suite": new, "components": ["main"],
-                    "signed_by": DEFAULT_KEYRING if os.path.exists(DEFAULT_KEYRING) else e["signed_by"]})
+        # A local mirror the host marks trusted=yes (unsigned) stays so; any
+        # other is checked against Debian's archive keyring.
+        out.append({"uri": e["uri"], "suite": new, "components": ["main"], "trusted": e.get("trusted", False),
+                    "signed_by": "" if e.get("trusted") else
+                    DEFAULT_KEYRING if os.path.exists(DEFAULT_KEYRING) else e["signed_by"]})
     if not out:
         raise StageError(
             f"no Debian archive `deb` entry for {codename} in {APT_ETC}/sources.list(.d); "
@@ -113,7 +118,7 @@ def target_entries(target_suite: str) -> list[dict]:
 def sources_lines(entries: list[dict], kind: str = "deb") -> str:
     lines = []
     for e in entries:
-        sb = f"[signed-by={e['signed_by']}] " if e["signed_by"] else ""
+        sb = "[trusted=yes] " if e.get("trusted") else f"[signed-by={e['signed_by']}] " if e["signed_by"] else ""
         lines.append(f"{kind} {sb}{e['uri']} {e['suite']} {' '.join(e['components'])}")
     return "\n".join(lines) + "\n"
 

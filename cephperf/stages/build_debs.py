@@ -20,46 +20,76 @@ Release builds keep Debian's WITH_TESTS=ON in the full profile (ceph-test is
 part of the drop-in set); nocheck is set because Debian's rules run no tests.
 """
 import argparse
+import json
 import os
 import shutil
-import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, hash_inputs, load_pins, log, main_wrapper, pinned_file, run
+from cephperf.build.buildlog import follow
 from cephperf.build.roots import Root
 from cephperf.stage import produce
 from cephperf.stages.source import assembled
 
-PROFILES = {"osd-only": ["-b", "--build-profiles=pkg.ceph.osd-only"], "full": ["-b"], "source": ["-S", "-d"]}
+# dpkg-buildpackage's arguments and our build profiles, per kind of build
+ARGS = {"osd-only": ["-b"], "full": ["-b"], "source": ["-S", "-d"]}
+OUR_PROFILES = {"osd-only": ["pkg.ceph.osd-only"], "full": [], "source": []}
 BUILD = paths.RUNTIME / "scripts" / "build-debs.sh"
 LINTIAN = paths.RUNTIME / "scripts" / "lintian-source.sh"
 PRODUCED = (".deb", ".ddeb", ".buildinfo", ".changes", ".dsc")
 
 
-def dpkg_buildpackage(root: Root, kind: str, src: Path, work: Path, jobs: int) -> None:
-    """The build itself, resumable: its whole log appended to build.log (beside out/)."""
+def build_environment(environ: dict, kind: str, jobs: int | None) -> dict:
+    """DEB_BUILD_OPTIONS and DEB_BUILD_PROFILES for the build: the user's, with
+    ours appended. A user's parallel=N stands unless --jobs was given; without
+    either, every core. nocheck: Debian's rules for ceph run no tests anyway."""
+    options = environ.get("DEB_BUILD_OPTIONS", "").split()
+    parallel = [o for o in options if o.startswith("parallel=")]
+    if jobs is not None or not parallel:
+        options = [o for o in options if not o.startswith("parallel=")] + [f"parallel={jobs or os.cpu_count() or 2}"]
+    if "nocheck" not in options:
+        options.append("nocheck")
+    profiles = environ.get("DEB_BUILD_PROFILES", "").split() if kind != "source" else []
+    profiles += [p for p in OUR_PROFILES[kind] if p not in profiles]
+    return {"DEB_BUILD_OPTIONS": " ".join(options), "DEB_BUILD_PROFILES": " ".join(profiles)}
+
+
+def dpkg_buildpackage(root: Root, kind: str, src: Path, work: Path, build_env: dict) -> None:
+    """The build itself, resumable: its whole log appended to build.log (beside
+    out/), its progress and a heartbeat on the console."""
     log_path = work / "build.log"
-    log(f"dpkg-buildpackage {' '.join(PROFILES[kind])} in the build root; log: {log_path}")
+    args = ARGS[kind] + ([f"--build-profiles={build_env['DEB_BUILD_PROFILES'].replace(' ', ',')}"]
+                         if build_env["DEB_BUILD_PROFILES"] else [])
+    log(f"dpkg-buildpackage {' '.join(args)} in the build root, DEB_BUILD_OPTIONS=\"{build_env['DEB_BUILD_OPTIONS']}\"; "
+        f"whole log: {log_path}")
     with open(log_path, "a") as logf:
-        logf.write(f"\n===== {time.strftime('%Y-%m-%d %H:%M:%S')} ci/build-debs --profile {kind}\n")
+        logf.write(f"\n===== {time.strftime('%Y-%m-%d %H:%M:%S')} ci/build-debs --profile {kind} {build_env}\n")
         logf.flush()
-        tee = subprocess.Popen(["tee", "-a", str(log_path)], stdin=subprocess.PIPE)
+        read_end, write_end = os.pipe()
+        tail: list[str] = []
+        # The follower reads in a thread of its own; the build runs in the main
+        # thread, where an interrupt stops it (Root.run) and ends the pipe.
+        follower = threading.Thread(target=lambda: tail.extend(follow(os.fdopen(read_end), logf)))
+        follower.start()
         try:
-            # stdbuf keeps make's progress lines flowing through the pipe as they are printed
-            rc = root.run(["stdbuf", "-oL", "-eL", "bash", str(BUILD)], stdout=tee.stdin,
-                          env={"TREE": str(src), "JOBS": str(jobs), "ARGS": " ".join(PROFILES[kind])})
+            with os.fdopen(write_end, "w") as pipe:
+                # stdbuf keeps make's progress lines flowing through the pipe as they are printed
+                rc = root.run(["stdbuf", "-oL", "-eL", "bash", str(BUILD)], stdout=pipe,
+                              env={"TREE": str(src), "ARGS": " ".join(args), **build_env})
         finally:
-            tee.stdin.close()
-            tee.wait()
+            follower.join()
     if rc != 0:
-        raise StageError(f"dpkg-buildpackage failed (exit {rc}); the last lines of {log_path} say why. "
+        print("\n".join(tail), file=sys.stderr)
+        raise StageError(f"dpkg-buildpackage failed (exit {rc}); the last lines of {log_path} are above. "
                          f"Re-run ci/build-debs{' --source-only' if kind == 'source' else ' --profile ' + kind} "
                          "to resume.", EXIT_ERROR)
 
 
-def build(tree: Path, tree_key: str, kind: str, jobs: int, new: Path) -> dict:
+def build(tree: Path, tree_key: str, kind: str, build_env: dict, new: Path) -> dict:
     """Sync the tree into the long-lived work directory, build there, move what was produced into `new`."""
     work = paths.debs_work(kind)
     src = work / tree.name
@@ -76,7 +106,7 @@ def build(tree: Path, tree_key: str, kind: str, jobs: int, new: Path) -> dict:
         if not link.exists():
             os.link(paths.downloads_dir() / orig["name"], link)
     root = Root("build", tree)
-    dpkg_buildpackage(root, kind, src, work, jobs)
+    dpkg_buildpackage(root, kind, src, work, build_env)
     produced = [f for f in work.iterdir() if f.is_file() and f.suffix in PRODUCED or f.name.endswith(".debian.tar.xz")]
     if kind == "source":
         dsc = next(f.name for f in produced if f.suffix == ".dsc")
@@ -88,21 +118,26 @@ def build(tree: Path, tree_key: str, kind: str, jobs: int, new: Path) -> dict:
         shutil.move(str(f), new / f.name)
     names = sorted(f.name for f in produced)
     log(f"built in {time.monotonic() - t0:.0f} s: {', '.join(names)}")
-    return {"tree_inputs": tree_key, "profile": kind, "seconds": round(time.monotonic() - t0), "files": names}
+    return {"tree_inputs": tree_key, "profile": kind, **build_env, "seconds": round(time.monotonic() - t0),
+            "files": names}
 
 
 def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profile", choices=["osd-only", "full"], default="osd-only")
     p.add_argument("--source-only", action="store_true", help="build the source package and run lintian on it")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    p.add_argument("--jobs", type=int, help="parallel jobs (default: parallel= of $DEB_BUILD_OPTIONS, else every core)")
     args = p.parse_args()
     kind = "source" if args.source_only else args.profile
+    build_env = build_environment(os.environ, kind, args.jobs)
     tree, tree_key = assembled()
-    key = hash_inputs([("tree", tree_key), ("kind", kind), ("args", " ".join(PROFILES[kind])),
+    # Options and profiles change what is built (nodoc, a profile that drops a
+    # package, noopt): packages built with others are not up to date.
+    key = hash_inputs([("tree", tree_key), ("kind", kind), ("args", " ".join(ARGS[kind])),
+                       ("environment", json.dumps(build_env, sort_keys=True)),
                        ("script", BUILD.read_text() + LINTIAN.read_text())])
     out = paths.debs_out(kind)
-    produce(out, key, lambda new: build(tree, tree_key, kind, args.jobs, new))
+    produce(out, key, lambda new: build(tree, tree_key, kind, build_env, new))
     print(out)
     return 0
 

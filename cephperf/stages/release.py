@@ -4,13 +4,17 @@ that fails and names it. A re-run after an interrupt resumes: the long stages
 inputs are unchanged, and this job skips a check stage (audit, upgrade test,
 gate) that already passed on the same packages with the same tools.
 
-  source -> buildroot -> check-flags -> patch-tests -> build-debs
+  check-debian -> source -> buildroot -> check-flags -> patch-tests -> build-debs
          -> audit-flags -> io-mock-test -> publish-repo -> upgrade-test
          -> gate (candidate vs Debian stock)
 
   --profile osd-only (default): ceph-osd + ceph-osd-dbg over Debian's set,
                                 about an hour on 2 cores with a cold ccache
   --profile full:               the whole drop-in set, many hours
+
+Exit: 0 every stage passed; otherwise the failing stage's own exit code, so
+the gate's 1 (a regression) and 2 (it could not run) reach the caller. (A
+make or ninja target in between would turn both into its own failure code.)
 """
 import argparse
 import subprocess
@@ -24,26 +28,29 @@ CI = paths.REPO / "ci"
 PACKAGE = paths.REPO / "cephperf"
 
 
-def stages(profile: str):
+def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH):
     """(name, command, inputs): a check stage with inputs is skipped when it
-    passed before on the same inputs; the others skip their own work."""
+    passed before on the same inputs; the others skip their own work.
+    `ci` and `bench` hold the programs (tests put stand-ins there)."""
     debs = paths.debs_out(profile)
     node_side = PACKAGE / "runtime"
     return [
-        ("source", [CI / "source"], None),
-        ("buildroot", [CI / "buildroot", "create"], None),
-        ("check-flags", [CI / "check-flags"], None),
-        ("patch-tests", [CI / "patch-tests"], None),
-        ("build-debs", [CI / "build-debs", "--profile", profile], None),
-        ("audit-flags", [CI / "audit-flags", "--debs", debs, "--out", paths.reports("audit-release")],
+        # first: packages built on a pin Debian has moved past would be replaced by apt
+        ("check-debian", [ci / "check-debian"], None),
+        ("source", [ci / "source"], None),
+        ("buildroot", [ci / "buildroot", "create"], None),
+        ("check-flags", [ci / "check-flags"], None),
+        ("patch-tests", [ci / "patch-tests"], None),
+        ("build-debs", [ci / "build-debs", "--profile", profile], None),
+        ("audit-flags", [ci / "audit-flags", "--debs", debs, "--out", paths.reports("audit-release")],
          [debs / "stamp.json", PACKAGE / "stages" / "audit_flags.py", PACKAGE / "build" / "audit.py",
           PACKAGE / "build" / "elf.py", paths.AUDIT_RULES]),
-        ("io-mock-test", [CI / "io-mock-test", "--debs", debs],
+        ("io-mock-test", [ci / "io-mock-test", "--debs", debs],
          [debs / "stamp.json", PACKAGE / "stages" / "io_mock_test.py", PACKAGE / "nodes.py", node_side]),
-        ("publish-repo", [CI / "publish-repo", "--profile", profile], None),
-        ("upgrade-test", [CI / "upgrade-test"],
+        ("publish-repo", [ci / "publish-repo", "--profile", profile], None),
+        ("upgrade-test", [ci / "upgrade-test"],
          [debs / "stamp.json", PACKAGE / "stages" / "upgrade_test.py", PACKAGE / "nodes.py", node_side]),
-        ("gate", [paths.BENCH / "gate", "--baseline", "debian", "--candidate", debs, "--out", paths.reports("gate-release")],
+        ("gate", [bench / "gate", "--baseline", "debian", "--candidate", debs, "--out", paths.reports("gate-release")],
          [debs / "stamp.json", paths.BENCH, PACKAGE / "bench", PACKAGE / "stages" / "gate.py", node_side]),
     ]
 
@@ -52,8 +59,14 @@ def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profile", choices=["osd-only", "full"], default="osd-only")
     args = p.parse_args()
+    return run_stages(stages(args.profile))
+
+
+def run_stages(chain: list) -> int:
+    """Each stage in turn; the exit code of the first that fails, unchanged
+    (the gate's 1 is a regression, its 2 a gate that could not run)."""
     t_all = time.monotonic()
-    for name, cmd, check_inputs in stages(args.profile):
+    for name, cmd, check_inputs in chain:
         passed = paths.reports("release") / f"{name}.json"
         key = None
         if check_inputs is not None:

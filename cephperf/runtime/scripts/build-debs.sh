@@ -1,10 +1,11 @@
 #!/bin/bash
 # ci/build-debs, inside the build root: dpkg-buildpackage on $TREE.
-# $DEB_BUILD_OPTIONS and $ARGS (whole options, e.g. --build-profiles=X:
-# dpkg-buildpackage takes no value from the next word) come from the stage.
+# DEB_BUILD_OPTIONS and DEB_BUILD_PROFILES (the user's, with ours appended) and
+# $ARGS (whole options, e.g. --build-profiles=X: dpkg-buildpackage takes no
+# value from the next word) come from the stage.
 set -eu
 cd "$TREE"
-export DEB_BUILD_OPTIONS="parallel=$JOBS nocheck"
+export DEB_BUILD_OPTIONS DEB_BUILD_PROFILES
 # the default 5 GiB would evict a resumed build's objects (debug info)
 ccache --max-size=20G >/dev/null
 ccache --zero-stats >/dev/null

@@ -1,0 +1,89 @@
+"""A long build's output: all of it to build.log, to the console only what a
+person (or a CI system with a log limit) needs.
+
+The console gets the build's progress (make's `[ 45%]` lines, one per new
+percentage), each debhelper step as it starts, and a heartbeat when nothing
+else was printed for a while, so a CI job that kills silent jobs sees life.
+A failed build's console ends with the last lines of the log.
+"""
+from __future__ import annotations
+
+import collections
+import queue
+import re
+import sys
+import threading
+import time
+from typing import IO, Callable
+
+HEARTBEAT_SECONDS = 300
+TAIL_LINES = 40
+PERCENT = re.compile(r"^\[\s*(\d+)%\]")
+# dpkg-buildpackage's own steps and debhelper's, as dh prints them ("   dh_strip -a")
+STEP = re.compile(r"^(dpkg-buildpackage: info: |dpkg-source: info: |   (dh_\S+|debian/rules \S+))")
+
+
+class Console:
+    """Decides which build lines reach the console; pure, so tests feed it lines and times."""
+
+    def __init__(self, heartbeat: float = HEARTBEAT_SECONDS):
+        self.heartbeat = heartbeat
+        self.percent = -1
+        self.lines = 0
+        self.last_said = None
+        self.started = None
+
+    def line(self, text: str, now: float) -> str | None:
+        """What to print for one line of the build's output, if anything."""
+        self.started = now if self.started is None else self.started
+        self.lines += 1
+        m = PERCENT.match(text)
+        if m and int(m.group(1)) != self.percent:
+            self.percent = int(m.group(1))
+            return self._said(f"build {self.percent}%: {text[m.end():].strip()[:120]}", now)
+        if STEP.match(text):
+            return self._said(text.strip(), now)
+        return self.tick(now)
+
+    def tick(self, now: float) -> str | None:
+        """The heartbeat, when nothing was printed for `heartbeat` seconds."""
+        self.started = now if self.started is None else self.started
+        if now - (self.last_said or self.started) >= self.heartbeat:
+            where = f"{self.percent}%" if self.percent >= 0 else "before the compile"
+            return self._said(f"still building after {(now - self.started) / 60:.0f} min ({where}, "
+                              f"{self.lines} log lines)", now)
+        return None
+
+    def _said(self, text: str, now: float) -> str:
+        self.last_said = now
+        return text
+
+
+def follow(stream: IO[str], logf: IO[str], say: Callable[[str], None] | None = None,
+           clock: Callable[[], float] = time.monotonic, console: Console | None = None,
+           poll: float = 30) -> list[str]:
+    """Copy every line of `stream` to logf and print the console's choice, with
+    a heartbeat through silent stretches (a long link prints nothing); the
+    last TAIL_LINES lines once the stream ends."""
+    say = say or (lambda s: print(s, file=sys.stderr, flush=True))
+    console = console or Console()
+    lines: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=lambda: [*map(lines.put, stream), lines.put(None)], daemon=True)
+    reader.start()
+    tail: collections.deque = collections.deque(maxlen=TAIL_LINES)
+    while True:
+        try:
+            text = lines.get(timeout=poll)
+        except queue.Empty:
+            shown = console.tick(clock())
+        else:
+            if text is None:
+                break
+            logf.write(text)
+            logf.flush()
+            tail.append(text.rstrip("\n"))
+            shown = console.line(text.rstrip("\n"), clock())
+        if shown:
+            say(f"[build-debs] {shown}")
+    reader.join()
+    return list(tail)

@@ -1,0 +1,66 @@
+"""ci/build-debs' conventions: the user's DEB_BUILD_OPTIONS and profiles, and a
+console that shows progress and a heartbeat instead of every compile command."""
+import io
+import os
+import unittest
+
+from cephperf.build.buildlog import Console, follow
+from cephperf.stages.build_debs import build_environment
+
+
+class BuildEnvironmentTest(unittest.TestCase):
+    def test_the_users_options_are_kept_and_ours_appended(self):
+        env = build_environment({"DEB_BUILD_OPTIONS": "nodoc noopt"}, "osd-only", None)
+        self.assertEqual(env["DEB_BUILD_OPTIONS"], f"nodoc noopt parallel={os.cpu_count()} nocheck")
+        self.assertEqual(env["DEB_BUILD_PROFILES"], "pkg.ceph.osd-only")
+
+    def test_the_users_parallel_decides_the_jobs(self):
+        env = build_environment({"DEB_BUILD_OPTIONS": "parallel=1"}, "osd-only", None)
+        self.assertEqual(env["DEB_BUILD_OPTIONS"], "parallel=1 nocheck")
+
+    def test_jobs_on_the_command_line_win(self):
+        env = build_environment({"DEB_BUILD_OPTIONS": "parallel=1 nocheck"}, "full", 3)
+        self.assertEqual(env["DEB_BUILD_OPTIONS"], "nocheck parallel=3")
+
+    def test_the_users_profiles_come_first_and_ours_once(self):
+        env = build_environment({"DEB_BUILD_PROFILES": "nodoc pkg.ceph.osd-only"}, "osd-only", 2)
+        self.assertEqual(env["DEB_BUILD_PROFILES"], "nodoc pkg.ceph.osd-only")
+        self.assertEqual(build_environment({"DEB_BUILD_PROFILES": "nodoc"}, "full", 2)["DEB_BUILD_PROFILES"], "nodoc")
+        # a source package is built without profiles
+        self.assertEqual(build_environment({"DEB_BUILD_PROFILES": "nodoc"}, "source", 2)["DEB_BUILD_PROFILES"], "")
+
+
+class ConsoleTest(unittest.TestCase):
+    def test_progress_once_per_percentage_and_steps_but_no_compile_commands(self):
+        c = Console(heartbeat=300)
+        said = [c.line(text, now) for now, text in enumerate([
+            "   dh_auto_configure -a",
+            "/usr/bin/c++ -O2 -g -c foo.cc -o foo.o",
+            "[  1%] Building CXX object src/common/CMakeFiles/foo.dir/foo.cc.o",
+            "[  1%] Building CXX object src/common/CMakeFiles/bar.dir/bar.cc.o",
+            "[  2%] Linking CXX static library libfoo.a",
+            "dpkg-buildpackage: info: binary-only upload (no source included)"])]
+        self.assertEqual(said, ["dh_auto_configure -a", None,
+                                "build 1%: Building CXX object src/common/CMakeFiles/foo.dir/foo.cc.o", None,
+                                "build 2%: Linking CXX static library libfoo.a",
+                                "dpkg-buildpackage: info: binary-only upload (no source included)"])
+
+    def test_a_heartbeat_after_silence_and_not_before(self):
+        c = Console(heartbeat=300)
+        self.assertEqual(c.line("[ 40%] Linking CXX executable ceph-osd", 0), "build 40%: Linking CXX executable ceph-osd")
+        self.assertIsNone(c.tick(299))
+        self.assertEqual(c.tick(600), "still building after 10 min (40%, 1 log lines)")
+        self.assertIsNone(c.tick(700))
+
+    def test_follow_logs_everything_and_says_little(self):
+        lines = ["/usr/bin/c++ -c a.cc\n"] * 500 + ["[ 99%] Built target ceph-osd\n", "error: last words\n"]
+        logf, said = io.StringIO(), []
+        tail = follow(io.StringIO("".join(lines)), logf, said.append, clock=lambda: 0.0)
+        self.assertEqual(logf.getvalue(), "".join(lines))
+        self.assertEqual(said, ["[build-debs] build 99%: Built target ceph-osd"])
+        self.assertEqual(tail[-1], "error: last words")
+        self.assertEqual(len(tail), 40)
+
+
+if __name__ == "__main__":
+    unittest.main()

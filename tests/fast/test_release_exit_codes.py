@@ -1,0 +1,65 @@
+"""ci/release passes a stage's exit code through unchanged: the gate's 1 (a
+regression) and 2 (the gate could not run) reach whoever runs the main job.
+Every stage is a stand-in program here; each logs its name and exits as told."""
+import os
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from cephperf.stages import release
+
+STAND_IN = """#!/bin/sh
+echo "$(basename "$0")" >> "$STAND_IN_LOG"
+[ "$(basename "$0")" = "$STAND_IN_FAIL" ] && exit "$STAND_IN_CODE"
+exit 0
+"""
+
+
+class ReleaseExitCodeTest(unittest.TestCase):
+    def setUp(self):
+        tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(subprocess.run, ["rm", "-rf", str(tmp)])
+        self.ci, self.bench, self.log = tmp / "ci", tmp / "bench", tmp / "calls"
+        for d in (self.ci, self.bench):
+            d.mkdir()
+        names = {cmd[0].name for _, cmd, _ in release.stages("osd-only", self.ci, self.bench)}
+        for name in names:
+            program = (self.bench if name == "gate" else self.ci) / name
+            program.write_text(STAND_IN)
+            program.chmod(0o755)
+        # the release's "passed before" stamps go to a private build dir
+        env = {"CEPH_PERF_BUILD": str(tmp / "build"), "CEPH_PERF_CACHE": str(tmp / "cache"),
+               "STAND_IN_LOG": str(self.log)}
+        patcher = mock.patch.dict(os.environ, env)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def release_with(self, failing: str, code: int) -> int:
+        with mock.patch.dict(os.environ, {"STAND_IN_FAIL": failing, "STAND_IN_CODE": str(code)}):
+            return release.run_stages(release.stages("osd-only", self.ci, self.bench))
+
+    def calls(self) -> list[str]:
+        return self.log.read_text().split()
+
+    def test_a_regression_exits_1(self):
+        self.assertEqual(self.release_with("gate", 1), 1)
+        self.assertEqual(self.calls()[-1], "gate")
+
+    def test_a_gate_that_could_not_run_exits_2(self):
+        self.assertEqual(self.release_with("gate", 2), 2)
+
+    def test_a_failing_stage_stops_the_chain_with_its_code(self):
+        self.assertEqual(self.release_with("audit-flags", 1), 1)
+        self.assertEqual(self.calls()[-1], "audit-flags")
+        self.assertNotIn("gate", self.calls())
+
+    def test_every_stage_passing_exits_0(self):
+        self.assertEqual(self.release_with("none", 0), 0)
+        self.assertEqual(self.calls()[0], "check-debian")
+        self.assertEqual(self.calls()[-1], "gate")
+
+
+if __name__ == "__main__":
+    unittest.main()
