@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import subprocess
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -40,16 +43,64 @@ def verify(path: Path, expected: str, delete: bool = True) -> None:
         raise mismatch(path, expected, got)
 
 
+def parse_apt_proxies(dump: str) -> dict[str, str]:
+    """{scheme: proxy URL} from `apt-config dump`'s Acquire::http(s)::Proxy lines
+    (per-host proxies are not taken; "DIRECT" means none)."""
+    out = {}
+    for scheme, value in re.findall(r'^Acquire::(https?)::Proxy "([^"]*)";$', dump, re.M):
+        if value and value.upper() != "DIRECT":
+            out[scheme] = value
+    return out
+
+
+def apt_proxies() -> dict[str, str]:
+    """The proxies apt is configured with on this host; none where apt is absent."""
+    try:
+        dump = subprocess.run(["apt-config", "dump"], capture_output=True, text=True, timeout=30).stdout
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return {}
+    return parse_apt_proxies(dump)
+
+
+def opener() -> urllib.request.OpenerDirector:
+    """urllib as apt would fetch: the environment's http(s)_proxy when set,
+    else apt's Acquire::http(s)::Proxy (apt.conf.d), so one setting serves both."""
+    env = urllib.request.getproxies()
+    proxies = {**apt_proxies(), **{k: v for k, v in env.items() if k in ("http", "https", "no")}}
+    return urllib.request.build_opener(urllib.request.ProxyHandler(proxies))
+
+
+class Progress:
+    """A download's progress, logged every 10% (or every 30 s without a size)."""
+
+    def __init__(self, name: str, total: int | None):
+        self.name, self.total, self.done, self.said, self.t0 = name, total, 0, 0, time.monotonic()
+
+    def add(self, n: int) -> None:
+        self.done += n
+        if self.total:
+            step = self.done * 10 // self.total
+            if step > self.said and self.done < self.total:
+                self.said = step
+                log(f"{self.name}: {self.done >> 20} of {self.total >> 20} MiB ({step * 10}%)")
+        elif time.monotonic() - self.t0 >= 30 * (self.said + 1):
+            self.said += 1
+            log(f"{self.name}: {self.done >> 20} MiB so far")
+
+
 def download(url: str, dest: Path, expected: str) -> None:
     """Stream `url` to dest.part-PID, verify, then rename to dest."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(f"{dest.name}.part-{os.getpid()}")
     h = hashlib.sha256()
     try:
-        with urllib.request.urlopen(url, timeout=60) as resp, open(part, "wb") as out:
+        with opener().open(url, timeout=60) as resp, open(part, "wb") as out:
+            size = resp.headers.get("Content-Length")
+            progress = Progress(dest.name, int(size) if size and size.isdigit() else None)
             for chunk in iter(lambda: resp.read(1 << 20), b""):
                 out.write(chunk)
                 h.update(chunk)
+                progress.add(len(chunk))
             out.flush()
             os.fsync(out.fileno())
         if h.hexdigest() != expected:

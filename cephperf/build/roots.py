@@ -25,6 +25,7 @@ from ..common import (StageError, EXIT_ERROR, hash_inputs, load_toml, log, pid_a
 from .. import paths
 from ..paths import REPO, cache_dir
 from .archive import sources_lines, target_entries
+from .fetch import apt_proxies
 
 ROOTS_TOML = paths.ROOTS_TOML
 ENTER = paths.RUNTIME / "enter_root.py"
@@ -80,6 +81,9 @@ class Root:
         part = self.tarball.with_name(f"{self.tarball.name}.part-{os.getpid()}")
         cmd = ["mmdebstrap", f"--variant={self.conf['variant']}", "--format=tar", "--mode=root",
                "--aptopt=APT::Install-Recommends \"false\"",
+               # mmdebstrap's apt does not read the host's apt.conf.d: its proxy is passed on
+               *[f'--aptopt=Acquire::{scheme}::Proxy "{url}"' for scheme, url in apt_proxies().items()
+                 if scheme in ("http", "https")],
                "--include=" + ",".join(self.conf.get("packages", []))]
         with tempfile.TemporaryDirectory() as tmp:
             if self.conf.get("build_depends"):

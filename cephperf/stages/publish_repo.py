@@ -1,10 +1,23 @@
-"""ci/publish-repo: a signed apt repository from built packages, with reprepro.
+"""ci/publish-repo: a signed apt repository with history, kept with aptly.
 
-  ci/publish-repo [--profile osd-only|full | --debs DIR] [--out DIR] [--key KEYID]
+  ci/publish-repo [--profile osd-only|full | --debs DIR] [--out DIR] [--key KEYID] [--keep N]
 
-DIR (default: ci/build-debs' output of --profile) holds the .debs; the repository
-is written to --out (default $CEPH_PERF_CACHE/repo), suite "trixie", component
-"main", and swapped into place only when complete.
+DIR (default: ci/build-debs' output of --profile) holds what a build produced.
+Each .changes file in it is included whole (its .debs, and a source package
+when it lists one); a directory with no .changes (stand-in packages) has its
+.debs added. Each .buildinfo is published beside the pool, under buildinfo/.
+
+The repository keeps history. Its database (aptly's, DIR.db beside --out,
+default $CEPH_PERF_CACHE/repo.db) lives across runs, so publishing a new
+version keeps the older ones installable: users can downgrade through apt.
+The newest --keep versions of each package stay (default 3; ceph-osd-dbg is
+some 650 MB a version); older ones are dropped from the index and the pool.
+A version already published with other bytes is refused, naming the file:
+a version is never republished with different contents.
+
+Suite "trixie", component "main", published to --out (default
+$CEPH_PERF_CACHE/repo). reprepro, which Debian 12 and 13 ship (5.3), holds one
+version of a package per suite and component, so it cannot keep history.
 
 Signing: --key KEYID (or $CEPH_PERF_SIGNING_KEY) signs with that key from the
 user's keyring ($GNUPGHOME or ~/.gnupg). Without one, a throwaway key is made
@@ -16,16 +29,22 @@ apt-line.txt holds the line clients use:
   deb [signed-by=OUT/ceph-perf.gpg] file:OUT trixie main
 """
 import argparse
+import functools
+import json
 import os
+import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.common import StageError, EXIT_ERROR, hash_inputs, locked, log, main_wrapper, rmtree, run, write_atomic
-from cephperf.stage import produce
+from cephperf.common import (StageError, EXIT_ERROR, EXIT_FAIL, hash_inputs, locked, log, main_wrapper, read_stamp,
+                             rmtree, run, write_atomic, write_stamp)
 
 THROWAWAY_UID = "ceph-perf throwaway test key <ceph-perf-test@invalid>"
+REPO_NAME = "ceph-perf"
+SUITE, COMPONENT = "trixie", "main"
 
 
 def gpg(gnupghome: Path | None, *args, text: bool = True):
@@ -65,46 +84,143 @@ def signing_key(key: str | None) -> tuple[Path | None, str, str]:
     return home, key, "ceph-perf (throwaway test key)"
 
 
-def publish(debs: list[Path], home: Path | None, key: str, origin: str, out: Path, new: Path) -> dict:
-    """The repository in `new`; apt-line.txt names where it will be, `out`."""
+class Aptly:
+    """aptly with its database beside the published tree, `out`."""
+
+    def __init__(self, out: Path, home: Path | None):
+        self.out, self.db = out, out.with_name(out.name + ".db")
+        self.db.mkdir(parents=True, exist_ok=True)
+        self.conf = self.db / "aptly.conf"
+        # the published tree hard-links the database's pool: one copy on disk
+        write_atomic(self.conf, json.dumps({
+            "rootDir": str(self.db), "gpgProvider": "gpg", "architectures": ["amd64"],
+            "FileSystemPublishEndpoints": {REPO_NAME: {"rootDir": str(out), "linkMethod": "hardlink"}}}, indent=2))
+        self.env = dict(os.environ, **({"GNUPGHOME": str(home)} if home else {}))
+
+    def __call__(self, *args, what: str, check: bool = True) -> subprocess.CompletedProcess:
+        cmd = ["aptly", f"-config={self.conf}", *args]
+        if not check:
+            return subprocess.run(cmd, capture_output=True, text=True, env=self.env)
+        return run(cmd, what, env=self.env)
+
+    def packages(self) -> list[tuple[str, str]]:
+        """(name, version) of every package in the repository."""
+        r = self("repo", "search", "-format={{.Package}} {{.Version}}", REPO_NAME, what="listing the repository",
+                 check=False)
+        # aptly exits 1 with "no results" on an empty repository
+        return [tuple(line.split()) for line in r.stdout.splitlines() if len(line.split()) == 2]
+
+
+def conflicts(output: str) -> list[str]:
+    """The packages aptly refused because the repository has them with other bytes."""
+    return re.findall(r"conflict in package (\S+)", output)
+
+
+def add(aptly: Aptly, inputs: Path) -> list[str]:
+    """Every .changes in `inputs` included (else its .debs added); what was added."""
+    changes = sorted(inputs.glob("*.changes"))
+    files = changes or sorted(inputs.glob("*.deb"))
+    if not files:
+        raise StageError(f"{inputs}: no .changes or .deb files; run ci/build-debs first or pass --debs DIR", EXIT_ERROR)
+    if changes:
+        args = ["repo", "include", "-no-remove-files", "-accept-unsigned", "-ignore-signatures",
+                f"-repo={REPO_NAME}", *map(str, changes)]
+    else:
+        args = ["repo", "add", REPO_NAME, *map(str, files)]
+    r = aptly(*args, what="adding the packages", check=False)
+    if bad := conflicts(r.stdout + r.stderr):
+        raise StageError(f"{inputs}: {', '.join(bad)} is already published with other contents; a version is "
+                         "never republished with different bytes. Give the build a new version (debian/changelog, "
+                         "cmake/pins.toml [ours]) and publish that.", EXIT_FAIL)
+    if r.returncode != 0:
+        raise StageError(f"aptly {' '.join(args[:2])} failed (exit {r.returncode}): "
+                         f"{(r.stdout + r.stderr).strip()[-2000:]}", EXIT_ERROR)
+    return [f.name for f in files]
+
+
+def newer_first(a: str, b: str) -> int:
+    if a == b:
+        return 0
+    return -1 if subprocess.run(["dpkg", "--compare-versions", a, "gt", b]).returncode == 0 else 1
+
+
+def beyond_history(packages: list[tuple[str, str]], keep: int) -> list[tuple[str, str]]:
+    """(name, version) of the packages older than each name's newest `keep` versions."""
+    by_name: dict[str, set] = {}
+    for name, version in packages:
+        by_name.setdefault(name, set()).add(version)
+    return [(name, v) for name, versions in sorted(by_name.items())
+            for v in sorted(versions, key=functools.cmp_to_key(newer_first))[keep:]]
+
+
+def publish(aptly: Aptly, key: str, origin: str) -> None:
+    published = aptly("publish", "list", "-raw", what="listing publications", check=False).stdout
+    if f"filesystem:{REPO_NAME}:. {SUITE}" in published:
+        aptly("publish", "update", f"-gpg-key={key}", SUITE, f"filesystem:{REPO_NAME}:", what="publishing")
+    else:
+        aptly("publish", "repo", f"-gpg-key={key}", f"-distribution={SUITE}", f"-component={COMPONENT}",
+              f"-origin={origin}", "-label=ceph-perf", "-architectures=amd64,source", REPO_NAME,
+              f"filesystem:{REPO_NAME}:", what="publishing")
+
+
+def publish_history(inputs: Path, home: Path | None, key: str, origin: str, out: Path, keep: int) -> dict:
     t0 = time.monotonic()
-    (new / "conf").mkdir()
-    write_atomic(new / "conf" / "distributions",
-                 f"Origin: {origin}\nLabel: ceph-perf\nSuite: trixie\nCodename: trixie\n"
-                 f"Architectures: amd64\nComponents: main\n"
-                 f"Description: ceph-perf: Ceph 18.2.7 for Debian 13, release-flag-checked and gated\n"
-                 f"SignWith: {key}\n")
-    write_atomic(new / "conf" / "options", "verbose\n")
-    gnupghome = ["--gnupghome", str(home)] if home else []
-    run(["reprepro", *gnupghome, "-b", new, "includedeb", "trixie", *debs], "reprepro includedeb")
+    if (out / "conf" / "distributions").exists():
+        # a repository of the reprepro days: aptly publishes it anew from its database
+        log(f"{out}: made by reprepro before; replaced by the aptly publication")
+        rmtree(out)
+    aptly = Aptly(out, home)
+    if aptly("repo", "show", REPO_NAME, what="", check=False).returncode != 0:
+        aptly("repo", "create", f"-distribution={SUITE}", f"-component={COMPONENT}", REPO_NAME,
+              what="creating the repository")
+    added = add(aptly, inputs)
+    dropped = beyond_history(aptly.packages(), keep)
+    for name, version in dropped:
+        aptly("repo", "remove", REPO_NAME, f"{name} (= {version})", what=f"dropping {name} {version}")
+    publish(aptly, key, origin)
+    aptly("db", "cleanup", what="removing dropped packages' files")
+    buildinfo = out / "buildinfo"
+    buildinfo.mkdir(exist_ok=True)
+    for f in inputs.glob("*.buildinfo"):
+        shutil.copy2(f, buildinfo / f.name)
     exported = gpg(home, "--export", key, text=False).stdout
     if not exported:
         raise StageError(f"gpg --export {key} gave nothing", EXIT_ERROR)
-    (new / "ceph-perf.gpg").write_bytes(exported)
-    write_atomic(new / "apt-line.txt", f"deb [signed-by={out}/ceph-perf.gpg] file:{out} trixie main\n")
-    log(f"published {len(debs)} package(s) to {out} in {time.monotonic() - t0:.0f} s")
-    return {"key": key, "throwaway": home is not None, "packages": [d.name for d in debs],
-            "seconds": round(time.monotonic() - t0)}
+    (out / "ceph-perf.gpg").write_bytes(exported)
+    write_atomic(out / "apt-line.txt", f"deb [signed-by={out}/ceph-perf.gpg] file:{out} {SUITE} {COMPONENT}\n")
+    versions = sorted({f"{n} {v}" for n, v in aptly.packages()})
+    log(f"published {', '.join(added)} to {out} in {time.monotonic() - t0:.0f} s; it holds {'; '.join(versions)}"
+        + (f"; dropped {', '.join(f'{n} {v}' for n, v in dropped)}" if dropped else ""))
+    return {"key": key, "throwaway": home is not None, "added": added, "holds": versions,
+            "dropped": [f"{n} {v}" for n, v in dropped], "seconds": round(time.monotonic() - t0)}
 
 
 def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profile", choices=["osd-only", "full"], default="osd-only",
                    help="take ci/build-debs' output of this profile (default osd-only)")
-    p.add_argument("--debs", type=Path, help="a directory of .debs instead")
+    p.add_argument("--debs", type=Path, help="a directory of .changes or .debs instead")
     p.add_argument("--out", type=Path, default=paths.repo_dir())
     p.add_argument("--key", default=os.environ.get("CEPH_PERF_SIGNING_KEY"),
                    help="key id or fingerprint in the user's keyring (default: a throwaway test key)")
+    p.add_argument("--keep", type=int, default=3, help="versions of each package kept (default 3)")
     args = p.parse_args()
-    debs_dir = args.debs or paths.debs_out(args.profile)
-    debs = sorted(debs_dir.glob("*.deb"))
-    if not debs:
-        raise StageError(f"{debs_dir}: no .deb files; run ci/build-debs first or pass --debs DIR", EXIT_ERROR)
+    if args.keep < 1:
+        raise StageError("--keep must be 1 or more", EXIT_ERROR)
+    inputs = (args.debs or paths.debs_out(args.profile)).resolve()
     home, key, origin = signing_key(args.key)
     out = args.out.resolve()
-    inputs = hash_inputs([("debs", "\n".join(f"{d.name} {d.stat().st_size} {d.stat().st_mtime_ns}" for d in debs)),
-                          ("key", key), ("script", Path(__file__).read_bytes())])
-    produce(out, inputs, lambda new: publish(debs, home, key, origin, out, new))
+    files = sorted(f for f in inputs.glob("*") if f.suffix in (".changes", ".deb", ".dsc", ".buildinfo"))
+    digest = hash_inputs([("files", "\n".join(f"{f.name} {f.stat().st_size} {f.stat().st_mtime_ns}" for f in files)),
+                          ("key", key), ("keep", str(args.keep)), ("script", Path(__file__).read_bytes())])
+    stamp_file = out.with_name(out.name + ".db") / "stamp.json"
+    with locked(out.with_name(f".{out.name}.lock")):
+        stamp = read_stamp(stamp_file)
+        if stamp and stamp.get("inputs") == digest and (out / "apt-line.txt").exists():
+            log(f"{out}: already holds these packages, published with this key")
+        else:
+            result = publish_history(inputs, home, key, origin, out, args.keep)
+            write_stamp(stamp_file, inputs=digest, **result)
     print(out)
     return 0
 

@@ -15,8 +15,11 @@ from pathlib import Path
 
 from tests.helpers import REPO, scratch_dir
 
+from cephperf import paths
 from cephperf.common import load_pins
 from cephperf.build.archive import PrivateApt
+from cephperf.build.roots import Root
+from tests.fast.test_publish_repo import fixture_deb
 
 
 def run(*cmd, timeout=1800):
@@ -65,6 +68,22 @@ class UpgradeTest(unittest.TestCase):
         r = run(REPO / "ci" / "upgrade-test", "--repo", repo, "--out", self.tmp / "report")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr[-4000:])
         self.assertIn(f"-> {ours} ->", r.stderr)
+
+    def test_two_publishes_keep_both_versions_and_apt_downgrades(self):
+        repo = self.tmp / "repo"
+        for v in ("1.0-1", "1.0-2"):
+            fixture_deb(self.tmp / v, v)
+            r = run(REPO / "ci" / "publish-repo", "--debs", self.tmp / v, "--out", repo)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        out = self.tmp / "apt.log"
+        with open(out, "w") as f:
+            rc = Root("runtime").run(["bash", str(paths.RUNTIME / "scripts" / "apt-downgrade.sh")], binds=[self.tmp],
+                                     env={"REPO": str(repo), "PACKAGE": "ceph-perf-fixture", "NEWER": "1.0-2",
+                                          "OLDER": "1.0-1"}, stdout=f)
+        text = out.read_text()
+        self.assertEqual(rc, 0, text[-4000:])
+        self.assertEqual([ln for ln in text.splitlines() if ln.startswith("installed:")],
+                         ["installed: 1.0-2", "installed: 1.0-1"], text[-4000:])
 
     def test_a_version_below_debians_is_refused(self):
         debs = standin_debs(self.tmp, "18.2.7+ds-1")  # below 18.2.7+ds-1+deb13u1
