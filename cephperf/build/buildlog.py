@@ -9,6 +9,7 @@ A failed build's console ends with the last lines of the log.
 from __future__ import annotations
 
 import collections
+import os
 import queue
 import re
 import sys
@@ -87,3 +88,20 @@ def follow(stream: IO[str], logf: IO[str], say: Callable[[str], None] | None = N
             say(f"[build-debs] {shown}")
     reader.join()
     return list(tail)
+
+
+def run_logged(start: Callable[[IO[str]], int], logf: IO[str]) -> tuple[int, list[str]]:
+    """start(pipe) runs the build with its output into `pipe` and returns its
+    exit code; the output is followed (logf, console) meanwhile. The build runs
+    in the calling (main) thread, where an interrupt stops it; the follower
+    ends when the last writer closes the pipe. (exit code, last lines)."""
+    read_end, write_end = os.pipe()
+    tail: list[str] = []
+    follower = threading.Thread(target=lambda: tail.extend(follow(os.fdopen(read_end), logf)))
+    follower.start()
+    try:
+        with os.fdopen(write_end, "w") as pipe:
+            rc = start(pipe)
+    finally:
+        follower.join()
+    return rc, tail

@@ -15,10 +15,15 @@ def args_of(entry: dict) -> list[str]:
 
 
 def effective(args: list[str]) -> dict:
-    """What the compiler would act on: the last -O wins, -D/-U NDEBUG in order."""
-    opt, ndebug, g = "-O0", False, False
+    """What the compiler would act on: the last -O wins, -D/-U NDEBUG and
+    _FORTIFY_SOURCE in order (a later -U undoes an earlier -D)."""
+    opt, ndebug, g, fortify = "-O0", False, False, False
     for a in args:
-        if a.startswith("-O"):
+        if a.startswith("-D_FORTIFY_SOURCE="):
+            fortify = a[-1] in "23"
+        elif a == "-U_FORTIFY_SOURCE":
+            fortify = False
+        elif a.startswith("-O"):
             opt = "-O1" if a == "-O" else a
         elif a in ("-DNDEBUG", "-DNDEBUG=1"):
             ndebug = True
@@ -31,7 +36,7 @@ def effective(args: list[str]) -> dict:
     return {
         "opt": opt, "ndebug": ndebug, "g": g,
         "stack_protector": any(a.startswith("-fstack-protector") for a in args),
-        "fortify": any(a.startswith("-D_FORTIFY_SOURCE=") and a[-1] in "23" for a in args),
+        "fortify": fortify,
         "native": [a for a in args if a in ("-march=native", "-mtune=native", "-mcpu=native")],
         "portable": "-DROCKSDB_PORTABLE" in args,
     }

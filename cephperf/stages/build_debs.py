@@ -24,13 +24,12 @@ import json
 import os
 import shutil
 import sys
-import threading
 import time
 from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, hash_inputs, load_pins, log, main_wrapper, pinned_file, run
-from cephperf.build.buildlog import follow
+from cephperf.build.buildlog import run_logged
 from cephperf.build.roots import Root
 from cephperf.stage import produce
 from cephperf.stages.source import assembled
@@ -39,7 +38,7 @@ from cephperf.stages.source import assembled
 ARGS = {"osd-only": ["-b"], "full": ["-b"], "source": ["-S", "-d"]}
 OUR_PROFILES = {"osd-only": ["pkg.ceph.osd-only"], "full": [], "source": []}
 BUILD = paths.RUNTIME / "scripts" / "build-debs.sh"
-LINTIAN = paths.RUNTIME / "scripts" / "lintian-source.sh"
+LINTIAN = paths.RUNTIME / "scripts" / "lintian.sh"
 PRODUCED = (".deb", ".ddeb", ".buildinfo", ".changes", ".dsc")
 
 
@@ -58,30 +57,27 @@ def build_environment(environ: dict, kind: str, jobs: int | None) -> dict:
     return {"DEB_BUILD_OPTIONS": " ".join(options), "DEB_BUILD_PROFILES": " ".join(profiles)}
 
 
+def dpkg_args(kind: str, build_env: dict) -> list[str]:
+    """dpkg-buildpackage's arguments; --build-profiles would override
+    DEB_BUILD_PROFILES, so it carries the whole list."""
+    return ARGS[kind] + ([f"--build-profiles={build_env['DEB_BUILD_PROFILES'].replace(' ', ',')}"]
+                         if build_env["DEB_BUILD_PROFILES"] else [])
+
+
 def dpkg_buildpackage(root: Root, kind: str, src: Path, work: Path, build_env: dict) -> None:
     """The build itself, resumable: its whole log appended to build.log (beside
     out/), its progress and a heartbeat on the console."""
     log_path = work / "build.log"
-    args = ARGS[kind] + ([f"--build-profiles={build_env['DEB_BUILD_PROFILES'].replace(' ', ',')}"]
-                         if build_env["DEB_BUILD_PROFILES"] else [])
+    args = dpkg_args(kind, build_env)
     log(f"dpkg-buildpackage {' '.join(args)} in the build root, DEB_BUILD_OPTIONS=\"{build_env['DEB_BUILD_OPTIONS']}\"; "
         f"whole log: {log_path}")
     with open(log_path, "a") as logf:
         logf.write(f"\n===== {time.strftime('%Y-%m-%d %H:%M:%S')} ci/build-debs --profile {kind} {build_env}\n")
         logf.flush()
-        read_end, write_end = os.pipe()
-        tail: list[str] = []
-        # The follower reads in a thread of its own; the build runs in the main
-        # thread, where an interrupt stops it (Root.run) and ends the pipe.
-        follower = threading.Thread(target=lambda: tail.extend(follow(os.fdopen(read_end), logf)))
-        follower.start()
-        try:
-            with os.fdopen(write_end, "w") as pipe:
-                # stdbuf keeps make's progress lines flowing through the pipe as they are printed
-                rc = root.run(["stdbuf", "-oL", "-eL", "bash", str(BUILD)], stdout=pipe,
-                              env={"TREE": str(src), "ARGS": " ".join(args), **build_env})
-        finally:
-            follower.join()
+        # stdbuf keeps make's progress lines flowing through the pipe as they are printed
+        rc, tail = run_logged(lambda pipe: root.run(["stdbuf", "-oL", "-eL", "bash", str(BUILD)], stdout=pipe,
+                                                    env={"TREE": str(src), "ARGS": " ".join(args), **build_env}),
+                              logf)
     if rc != 0:
         print("\n".join(tail), file=sys.stderr)
         raise StageError(f"dpkg-buildpackage failed (exit {rc}); the last lines of {log_path} are above. "
@@ -111,7 +107,7 @@ def build(tree: Path, tree_key: str, kind: str, build_env: dict, new: Path) -> d
     if kind == "source":
         dsc = next(f.name for f in produced if f.suffix == ".dsc")
         log(f"lintian {dsc}")
-        rc = root.run(["bash", str(LINTIAN)], env={"WORK": str(work), "DSC": dsc})
+        rc = root.run(["bash", str(LINTIAN)], env={"WORK": str(work), "TARGET": dsc})
         if rc != 0:
             raise StageError(f"lintian reports errors on {dsc} (exit {rc})", EXIT_ERROR)
     for f in produced:

@@ -50,6 +50,16 @@ class JudgeCaseTest(unittest.TestCase):
         r = judge_case("a", db(plain, CEPH), db(plain, ROCKSDB, "-DROCKSDB_PORTABLE"))
         self.assertTrue(any("dpkg hardening flags missing" in p for p in r["problems"]))
 
+    def test_a_later_U_FORTIFY_SOURCE_undoes_the_hardening(self):
+        # Ceph's add_definitions(-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2) put the -U
+        # last on every line (patches/fortify-source-in-order.patch)
+        r = judge_case("a", db(GOOD + " -fPIC -U_FORTIFY_SOURCE", CEPH), db(GOOD, ROCKSDB, "-DROCKSDB_PORTABLE"))
+        self.assertIn("Ceph: dpkg hardening flags missing in 2 of 2 commands (e.g. src/osd/PrimaryLogPG.cc)",
+                      r["problems"])
+        r = judge_case("a", db(GOOD + " -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2", CEPH),
+                       db(GOOD, ROCKSDB, "-DROCKSDB_PORTABLE"))
+        self.assertTrue(r["ok"], r["problems"])
+
     def test_an_empty_database_is_a_problem(self):
         r = judge_case("b", [], db(GOOD, ROCKSDB, "-DROCKSDB_PORTABLE"))
         self.assertIn("Ceph: no C/C++ compile commands found", r["problems"])

@@ -1,0 +1,20 @@
+#!/bin/bash
+# ci/build-release, inside a throwaway overlay of the build root: the source
+# package unpacked afresh and built whole, as a buildd builds it; nothing of
+# the development tree is used. The path is fixed so that the compile
+# commands, and with them ccache's keys, are the same from one release build
+# to the next. DEB_BUILD_OPTIONS, DEB_BUILD_PROFILES and $ARGS come from the
+# stage; the results are copied to $OUT.
+set -eu
+export DEB_BUILD_OPTIONS DEB_BUILD_PROFILES
+rm -rf /build/ceph-perf
+mkdir -p /build/ceph-perf
+cd /build/ceph-perf
+dpkg-source -x "$DSC" src
+cd src
+ccache --max-size=20G >/dev/null
+ccache --zero-stats >/dev/null
+nice -n 10 dpkg-buildpackage -us -uc $ARGS
+cd ..
+cp -p ./*.deb ./*.changes ./*.buildinfo "$OUT"/
+ccache --show-stats | sed -n '1,12p'
