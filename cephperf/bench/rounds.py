@@ -86,6 +86,9 @@ def parse_source(src: str) -> dict:
 
 # A callgrind'ed OSD is some 30 times slower: a second without a completed op is no stall yet.
 COUNTED_STALL_SECONDS = 300
+# The time limit of a window counted in ops (about 30 s at depth 1 here; a
+# debug-20 OSD takes some five times longer).
+COUNTED_CAP_SECONDS = 900
 
 
 def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int | None,
@@ -94,15 +97,16 @@ def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int
     window and warm-up, ceph-osd under callgrind, the side's debug packages too."""
     bench = dict(prof["bench"])
     counted = mode == "callgrind"
+    by_ops = counted and "ops" in prof["counted"] and bench["mode"] == "write"
     if counted:
-        bench["seconds"] = prof["counted"]["seconds"]
+        bench["seconds"] = COUNTED_CAP_SECONDS if by_ops else prof["counted"]["seconds"]
         bench["threads"] = prof["counted"].get("threads", bench["threads"])
     if seconds:
         bench["seconds"] = seconds
     if "prefill_seconds" in bench and (seconds or counted):
         bench["prefill_seconds"] = min(bench["prefill_seconds"], bench["seconds"])
     debs = (side.get("debs") or []) + (side.get("debug_debs") or [] if counted else [])
-    warmup = prof["counted"]["warmup_seconds"] if counted else 0
+    warmup = prof["counted"].get("warmup_seconds", 0) if counted and not by_ops else 0
     return NodeSpec(
         state_dir=str(state_dir), port=free_port(), v1_port=free_port(),
         device_gib=prof["device"]["size_gib"], conf=conf, bench=bench,
@@ -110,7 +114,9 @@ def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int
         osd_binary=side.get("osd_binary"), ld_library_path=side.get("ld_library_path"),
         debs=debs, apt_line=side.get("apt_line"), stall_seconds=max(stall, COUNTED_STALL_SECONDS) if counted else stall,
         perf=not counted, progress=progress, instrument="callgrind" if counted else None,
-        warmup_seconds=min(warmup, seconds) if seconds else warmup)
+        warmup_seconds=min(warmup, seconds) if seconds else warmup,
+        warmup_ops=prof["counted"].get("warmup_ops", 0) if by_ops else 0,
+        window_ops=prof["counted"]["ops"] if by_ops else 0)
 
 
 def run_node(command: str, spec: NodeSpec, binds: list[str]) -> dict:

@@ -84,9 +84,18 @@ def problem_with(cluster: Cluster, watch: BenchWatch, deadline: float, seconds: 
     return None
 
 
-def rados_bench(cluster: Cluster, seconds, mode, extra, perf_out=None) -> dict:
-    """Run rados bench, watching its per-second lines; returns its summary."""
+def rados_bench(cluster: Cluster, seconds, mode, extra, perf_out=None, pid: int | None = None) -> dict:
+    """Run rados bench, watching its per-second lines; returns its summary.
+    pid 1 or 2: rados runs with that PID in a PID namespace of its own. Its
+    object names carry its PID ("benchmark_data_HOST_PID_objectN"), and the
+    names decide where each key lands in RocksDB's memtable: with a fixed PID
+    every round writes the same keys."""
     cmd = [*cluster.rados, "bench", str(seconds), mode, *map(str, extra)]
+    if pid in (1, 2):
+        # PID 1 is the namespace's first process; for PID 2, timeout(1) is PID 1
+        # and runs rados as its child (it also bounds it)
+        cmd = ["unshare", "--pid", "--fork", "--kill-child", "--",
+               *(["timeout", str(int(seconds) + 120)] if pid == 2 else []), *cmd]
     if perf_out:
         cmd = ["perf", "stat", "-e", "cycles,instructions", "-x", ",", "-o", str(perf_out),
                "-p", str(cluster.osd_pid()), "--", *cmd]
@@ -141,15 +150,38 @@ def run_profile(cluster: Cluster) -> dict:
     return rec
 
 
+def with_max_objects(extra: list, n: int) -> list:
+    """rados bench's arguments with --max-objects set to n: a write bench then
+    writes exactly n objects (of one op each) and ends."""
+    out, skip = [], False
+    for a in extra:
+        if skip or a == "--max-objects":
+            skip = not skip
+            continue
+        out.append(a)
+    return [*out, "--max-objects", n]
+
+
 def counted_window(cluster: Cluster, seconds: int, mode: str, extra: list) -> dict:
     """A warm-up of the same workload uninstrumented, then the window with
     callgrind's instrumentation on; instructions per op over the window."""
-    if cluster.spec.warmup_seconds:
-        log(f"warm-up, uninstrumented: {cluster.spec.warmup_seconds} s")
-        rados_bench(cluster, cluster.spec.warmup_seconds, mode, extra)
-    pid = cluster.osd_pid()
-    instrument.switch_on(pid)
-    rec = rados_bench(cluster, seconds, mode, extra)
+    spec = cluster.spec
+    if spec.window_ops:
+        # counted in ops: the same objects under the same names every round,
+        # so every round's memtable sees the same keys in the same order
+        if spec.warmup_ops:
+            log(f"warm-up, uninstrumented: {spec.warmup_ops} ops")
+            rados_bench(cluster, seconds, mode, with_max_objects(extra, spec.warmup_ops), pid=1)
+        pid = cluster.osd_pid()
+        instrument.switch_on(pid)
+        rec = rados_bench(cluster, seconds, mode, with_max_objects(extra, spec.window_ops), pid=2)
+    else:
+        if spec.warmup_seconds:
+            log(f"warm-up, uninstrumented: {spec.warmup_seconds} s")
+            rados_bench(cluster, spec.warmup_seconds, mode, extra)
+        pid = cluster.osd_pid()
+        instrument.switch_on(pid)
+        rec = rados_bench(cluster, seconds, mode, extra)
     dump_file = instrument.dump(pid, cluster.callgrind_out)
     rec.update(instrument.measure(dump_file, int(rec.get("ops") or 0)))
     cluster.check_alive()

@@ -40,6 +40,10 @@ class NodeSpec:
     # only, after `warmup_seconds` of the same workload (instructions per op).
     instrument: str | None = None
     warmup_seconds: int = 0
+    # Write profiles count ops, not seconds: the warm-up and the window write
+    # exactly this many objects each, under fixed object names (below).
+    warmup_ops: int = 0
+    window_ops: int = 0
     # An existing cluster to measure instead of bringing one up: conf, keyring, pool.
     external: dict | None = None
 

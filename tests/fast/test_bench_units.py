@@ -6,14 +6,14 @@ import unittest
 from pathlib import Path
 
 from cephperf.bench.report import markdown
-from cephperf.bench.rounds import load_profile, parse_source, round_spec
+from cephperf.bench.rounds import COUNTED_CAP_SECONDS, load_profile, parse_source, round_spec
 from cephperf.bench.functions import tables
 from cephperf.bench.paired import judge_paired
 from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
 from cephperf.runtime.cluster import cause
 from cephperf.runtime.instrument import estimated_cycles, function_name, parse_annotation, totals
-from cephperf.runtime.measure import counter_delta, parse_summary, queue_report, thread_report
+from cephperf.runtime.measure import counter_delta, parse_summary, queue_report, thread_report, with_max_objects
 from cephperf.runtime.record import NodeError
 from cephperf.runtime.spec import NodeSpec
 
@@ -80,6 +80,19 @@ class RoundSpecTest(unittest.TestCase):
         self.assertEqual(spec.debs, ["a.deb"])
         self.assertEqual(spec.conf, {"osd": {"x": "1"}})
         self.assertNotEqual(spec.port, spec.v1_port)
+
+    def test_counted_write_rounds_count_ops_and_read_rounds_seconds(self):
+        spec = round_spec(Path("/state"), load_profile("4k-write", "defaults"), {}, {}, None, 20, False, "callgrind")
+        self.assertEqual((spec.warmup_ops, spec.window_ops, spec.warmup_seconds), (4000, 3000, 0))
+        self.assertEqual((spec.bench["threads"], spec.bench["seconds"]), (1, COUNTED_CAP_SECONDS))
+        spec = round_spec(Path("/state"), load_profile("4k-randread", "defaults"), {}, {}, None, 20, False, "callgrind")
+        self.assertEqual((spec.window_ops, spec.warmup_seconds, spec.bench["seconds"]), (0, 10, 40))
+        native = round_spec(Path("/state"), load_profile("4k-write", "defaults"), {}, {}, None, 20, False)
+        self.assertEqual((native.window_ops, native.bench["threads"]), (0, 16))
+
+    def test_a_window_in_ops_replaces_the_profiles_object_cap(self):
+        self.assertEqual(with_max_objects(["-t", 1, "--max-objects", 1000000, "--no-cleanup"], 3000),
+                         ["-t", 1, "--no-cleanup", "--max-objects", 3000])
 
     def test_the_contract_round_trips_and_refuses_unknown_fields(self):
         with tempfile.TemporaryDirectory() as tmp:
