@@ -66,6 +66,11 @@ def debs_out(kind: str) -> Path:
     return debs_work(kind) / "out"
 
 
+def release_out(profile: str) -> Path:
+    """ci/build-release's output: a clean build of the source package."""
+    return cache_dir() / "builds" / f"release-{profile}" / "out"
+
+
 def osd_build() -> Path:
     return cache_dir() / "builds" / "osd"
 

@@ -62,7 +62,7 @@ class Console:
 
 def follow(stream: IO[str], logf: IO[str], say: Callable[[str], None] | None = None,
            clock: Callable[[], float] = time.monotonic, console: Console | None = None,
-           poll: float = 30) -> list[str]:
+           poll: float = 30, label: str = "build-debs") -> list[str]:
     """Copy every line of `stream` to logf and print the console's choice, with
     a heartbeat through silent stretches (a long link prints nothing); the
     last TAIL_LINES lines once the stream ends."""
@@ -85,19 +85,19 @@ def follow(stream: IO[str], logf: IO[str], say: Callable[[str], None] | None = N
             tail.append(text.rstrip("\n"))
             shown = console.line(text.rstrip("\n"), clock())
         if shown:
-            say(f"[build-debs] {shown}")
+            say(f"[{label}] {shown}")
     reader.join()
     return list(tail)
 
 
-def run_logged(start: Callable[[IO[str]], int], logf: IO[str]) -> tuple[int, list[str]]:
+def run_logged(start: Callable[[IO[str]], int], logf: IO[str], label: str = "build-debs") -> tuple[int, list[str]]:
     """start(pipe) runs the build with its output into `pipe` and returns its
     exit code; the output is followed (logf, console) meanwhile. The build runs
     in the calling (main) thread, where an interrupt stops it; the follower
     ends when the last writer closes the pipe. (exit code, last lines)."""
     read_end, write_end = os.pipe()
     tail: list[str] = []
-    follower = threading.Thread(target=lambda: tail.extend(follow(os.fdopen(read_end), logf)))
+    follower = threading.Thread(target=lambda: tail.extend(follow(os.fdopen(read_end), logf, label=label)))
     follower.start()
     try:
         with os.fdopen(write_end, "w") as pipe:

@@ -10,11 +10,17 @@ export DEB_BUILD_OPTIONS DEB_BUILD_PROFILES
 rm -rf /build/ceph-perf
 mkdir -p /build/ceph-perf
 cd /build/ceph-perf
-dpkg-source -x "$DSC" src
+# the source package as it was made (the .dsc and the tarballs it names)
+cp -p "$DSC" "$(dirname "$DSC")"/*.tar.* .
+dpkg-source -x "$(basename "$DSC")" src
 cd src
 ccache --max-size=20G >/dev/null
 ccache --zero-stats >/dev/null
-nice -n 10 dpkg-buildpackage -us -uc $ARGS
+nice -n 10 dpkg-buildpackage -us -uc -b $ARGS
+# the .changes of the release: the unchanged source package, the .buildinfo
+# and the binaries (a binary build's .changes lists no source)
+changes=$(ls ../*.changes)
+dpkg-genchanges --build=full -sa -O"$changes"
 cd ..
-cp -p ./*.deb ./*.changes ./*.buildinfo "$OUT"/
+cp -p ./*.deb ./*.changes ./*.buildinfo ./*.dsc ./*.tar.* "$OUT"/
 ccache --show-stats | sed -n '1,12p'

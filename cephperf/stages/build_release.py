@@ -1,0 +1,128 @@
+"""ci/build-release: the release build, from the source package in a clean root.
+
+  ci/build-release [--profile osd-only|full] [--dsc FILE] [--jobs N] [--out DIR]
+
+Debian's buildds build each upload from its .dsc in a fresh chroot (sbuild,
+in unshare mode on an mmdebstrap tarball). This does the same with the cached
+build root: the .dsc (default: ci/build-debs --source-only's, which lintian
+has checked) is unpacked with dpkg-source -x inside a throwaway overlay of the
+root and built whole with dpkg-buildpackage; nothing of the development tree
+or its build directory is used, and the overlay is gone afterwards. The
+unpack path is fixed, so ccache serves one release build from the last.
+An interrupted release build starts over; ccache keeps what it had compiled.
+
+Then two checks of what was built, as Debian's QA runs them:
+  - blhc on the build log: every compile and link line carries the flags
+    dpkg-buildflags gives; a warning not explained in cmake/blhc.toml fails;
+  - lintian on the .changes (source, .buildinfo, binaries): no errors.
+
+Writes DIR (default $CEPH_PERF_CACHE/builds/release-PROFILE/out): the .debs,
+.changes and .buildinfo, build.log, blhc.json and lintian.txt, and a stamp
+keyed on the .dsc, DEB_BUILD_OPTIONS and DEB_BUILD_PROFILES (ci/build-debs
+explains how those are taken). The resumable ci/build-debs stays the
+development loop.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from cephperf import paths
+from cephperf.build import blhc
+from cephperf.build.buildlog import run_logged
+from cephperf.build.roots import Root
+from cephperf.common import EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_toml, log, main_wrapper, write_atomic
+from cephperf.stage import produce
+from cephperf.stages.build_debs import build_environment, dpkg_args
+from cephperf.stages.source import assembled
+
+BUILD = paths.RUNTIME / "scripts" / "build-release.sh"
+LINTIAN = paths.RUNTIME / "scripts" / "lintian.sh"
+BLHC_RULES = paths.CMAKE / "blhc.toml"
+
+
+def default_dsc() -> Path:
+    found = sorted(paths.debs_out("source").glob("*.dsc"))
+    if not found:
+        raise StageError(f"no .dsc in {paths.debs_out('source')}: run ci/build-debs --source-only first, "
+                         "or pass --dsc FILE", EXIT_ERROR)
+    return found[-1]
+
+
+def clean_build(root: Root, dsc: Path, kind: str, build_env: dict, new: Path) -> None:
+    """dpkg-buildpackage from the .dsc in a throwaway overlay; results and build.log into `new`."""
+    args = dpkg_args(kind, build_env)[1:]  # the script gives -b
+    log(f"clean build of {dsc.name}: dpkg-buildpackage {' '.join(args)}, "
+        f"DEB_BUILD_OPTIONS=\"{build_env['DEB_BUILD_OPTIONS']}\"; whole log: {new / 'build.log'}")
+    with open(new / "build.log", "w") as logf:
+        rc, tail = run_logged(lambda pipe: root.run(["stdbuf", "-oL", "-eL", "bash", str(BUILD)], stdout=pipe,
+                                                    binds=[dsc.parent, new],
+                                                    env={"DSC": str(dsc), "OUT": str(new), "ARGS": " ".join(args),
+                                                         **build_env}), logf, label="build-release")
+    if rc != 0:
+        print("\n".join(tail), file=sys.stderr)
+        raise StageError(f"the clean build of {dsc.name} failed (exit {rc}); the last lines of its log are above",
+                         EXIT_FAIL)
+
+
+def check_log(new: Path) -> dict:
+    """blhc on the build log against cmake/blhc.toml; fails on an unexplained warning."""
+    verdict = blhc.judge(blhc.warnings(blhc.run_blhc(new / "build.log")), load_toml(BLHC_RULES).get("exception", []))
+    write_atomic(new / "blhc.json", json.dumps(verdict, indent=2) + "\n")
+    for reason, n in verdict["explained"].items():
+        log(f"blhc: {n} warning(s) explained: {reason}")
+    if verdict["unexplained"]:
+        shown = "\n  ".join(line[:300] for line in verdict["unexplained"][:10])
+        raise StageError(f"blhc: {len(verdict['unexplained'])} warning(s) of build.log not explained by "
+                         f"{BLHC_RULES} (all in {new / 'blhc.json'}):\n  {shown}", EXIT_FAIL)
+    return verdict["explained"]
+
+
+def check_changes(root: Root, new: Path) -> str:
+    [changes] = sorted(new.glob("*.changes"))
+    log(f"lintian {changes.name}")
+    with open(new / "lintian.txt", "w") as out:
+        rc = root.run(["bash", str(LINTIAN)], binds=[new], env={"WORK": str(new), "TARGET": changes.name}, stdout=out)
+    if rc != 0:
+        raise StageError(f"lintian reports errors on {changes.name} (exit {rc}); see {new / 'lintian.txt'}", EXIT_FAIL)
+    return changes.name
+
+
+def release_build(dsc: Path, kind: str, build_env: dict, new: Path) -> dict:
+    t0 = time.monotonic()
+    tree, _ = assembled()  # the build root is made from its Build-Depends
+    root = Root("build", tree)
+    clean_build(root, dsc, kind, build_env, new)
+    seconds = round(time.monotonic() - t0)
+    explained = check_log(new)
+    changes = check_changes(root, new)
+    files = sorted(f.name for f in new.iterdir() if f.suffix in (".deb", ".changes", ".buildinfo", ".dsc"))
+    log(f"release build of {dsc.name} in {seconds} s, blhc and lintian clean: {', '.join(files)}")
+    return {"dsc": dsc.name, "profile": kind, **build_env, "build_seconds": seconds, "changes": changes,
+            "blhc_explained": explained, "files": files}
+
+
+def execute():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--profile", choices=["osd-only", "full"], default="osd-only")
+    p.add_argument("--dsc", type=Path, help="the source package (default: ci/build-debs --source-only's)")
+    p.add_argument("--jobs", type=int, help="parallel jobs (default: parallel= of $DEB_BUILD_OPTIONS, else every core)")
+    p.add_argument("--out", type=Path, help="default $CEPH_PERF_CACHE/builds/release-PROFILE/out")
+    args = p.parse_args()
+    dsc = (args.dsc or default_dsc()).resolve()
+    if not dsc.is_file():
+        raise StageError(f"{dsc}: no such source package", EXIT_ERROR)
+    build_env = build_environment(os.environ, args.profile, args.jobs)
+    # the .dsc holds the checksums of every file it names
+    key = hash_inputs([("dsc", dsc), ("profile", args.profile), ("environment", json.dumps(build_env, sort_keys=True)),
+                       ("scripts", BUILD.read_text() + LINTIAN.read_text()), ("blhc", BLHC_RULES)])
+    out = args.out or paths.release_out(args.profile)
+    produce(out, key, lambda new: release_build(dsc, args.profile, build_env, new), keep_failed=True)
+    print(out)
+    return 0
+
+
+def main():
+    main_wrapper(execute)

@@ -1,0 +1,103 @@
+"""ci/build-release on a fixture source package: a clean build from the .dsc
+in a throwaway overlay of the build root, then blhc on its log and lintian on
+its .changes. A package whose Makefile drops dpkg-buildflags' CFLAGS builds,
+and is then refused by blhc, naming the warning."""
+import subprocess
+import tempfile
+import textwrap
+import unittest
+from pathlib import Path
+
+from tests.helpers import REPO, scratch_dir
+
+MAKEFILE_GOOD = "hello: hello.c\n\t$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o hello hello.c\n"
+MAKEFILE_BAD = "hello: hello.c\n\t$(CC) -O2 -o hello hello.c\n"
+
+
+def fixture_dsc(dest: Path, makefile: str) -> Path:
+    """A native source package building one C program with `makefile`; its .dsc."""
+    src = dest / "ceph-perf-hello-1.0"
+    (src / "debian" / "source").mkdir(parents=True)
+    (src / "hello.c").write_text('#include <stdio.h>\nint main(void) { char b[16]; snprintf(b, sizeof b, "%s", "hi");'
+                                 ' puts(b); return 0; }\n')
+    (src / "Makefile").write_text(makefile + "install:\n\tinstall -D hello $(DESTDIR)/usr/bin/ceph-perf-hello\n")
+    files = {
+        "control": """\
+            Source: ceph-perf-hello
+            Section: misc
+            Priority: optional
+            Maintainer: ceph-perf developers <ceph-perf@example.org>
+            Build-Depends: debhelper-compat (= 13)
+            Standards-Version: 4.7.0
+            Rules-Requires-Root: no
+
+            Package: ceph-perf-hello
+            Architecture: any
+            Depends: ${shlibs:Depends}, ${misc:Depends}
+            Description: ci/build-release test fixture
+             A C program built with dpkg-buildflags' flags, or not.
+            """,
+        "changelog": """\
+            ceph-perf-hello (1.0) trixie; urgency=medium
+
+              * Fixture.
+
+             -- ceph-perf developers <ceph-perf@example.org>  Mon, 23 Nov 2026 00:00:00 +0000
+            """,
+        "copyright": """\
+            Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+            Upstream-Name: ceph-perf-hello
+
+            Files: *
+            Copyright: 2026 ceph-perf developers
+            License: CC0-1.0
+             On Debian systems the full text is in /usr/share/common-licenses/CC0-1.0.
+            """,
+        "rules": "#!/usr/bin/make -f\n%:\n\tdh $@\n",
+        "source/format": "3.0 (native)\n",
+    }
+    for name, text in files.items():
+        (src / "debian" / name).write_text(textwrap.dedent(text))
+    (src / "debian" / "rules").chmod(0o755)
+    subprocess.run(["dpkg-source", "-b", src.name], cwd=dest, check=True, capture_output=True)
+    return dest / "ceph-perf-hello_1.0.dsc"
+
+
+class BuildReleaseTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="build-release-test-", dir=scratch_dir()))
+        self.addCleanup(subprocess.run, ["rm", "-rf", str(self.tmp)])
+
+    def build(self, makefile: str) -> tuple[subprocess.CompletedProcess, Path]:
+        dsc = fixture_dsc(self.tmp / "src", makefile)
+        out = self.tmp / "out"
+        r = subprocess.run([str(REPO / "ci" / "build-release"), "--dsc", str(dsc), "--out", str(out)],
+                           capture_output=True, text=True, timeout=1200)
+        return r, out
+
+    def test_a_clean_build_passes_blhc_and_lintian(self):
+        r, out = self.build(MAKEFILE_GOOD)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr[-3000:])
+        names = {f.name for f in out.iterdir()}
+        self.assertIn("ceph-perf-hello_1.0_amd64.deb", names)
+        self.assertIn("ceph-perf-hello_1.0_amd64.changes", names)
+        self.assertIn("ceph-perf-hello_1.0_amd64.buildinfo", names)
+        # the release's .changes lists the source package as it was made, and the binaries
+        changes = (out / "ceph-perf-hello_1.0_amd64.changes").read_text()
+        self.assertIn("ceph-perf-hello_1.0.dsc", changes)
+        self.assertIn("ceph-perf-hello_1.0_amd64.deb", changes)
+        self.assertIn("ceph-perf-hello_1.0_amd64.buildinfo", changes)
+        # built from the .dsc, not from a tree: dpkg-source unpacked it
+        self.assertIn("dpkg-source: info: extracting ceph-perf-hello", (out / "build.log").read_text())
+        self.assertIn("blhc and lintian clean", r.stderr)
+
+    def test_dropped_cflags_are_refused_by_blhc(self):
+        r, out = self.build(MAKEFILE_BAD)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr[-3000:])
+        self.assertIn("blhc: 3 warning(s) of build.log not explained", r.stderr)
+        self.assertIn("CFLAGS missing (-g -fstack-protector-strong", r.stderr)
+        self.assertFalse(out.exists())  # a failed release build never becomes the output
+
+
+if __name__ == "__main__":
+    unittest.main()
