@@ -1,10 +1,11 @@
 """ci/release: the main job. Runs every stage in order, stops at the first
 that fails and names it. A re-run after an interrupt resumes: the long stages
-(source, buildroot, build-debs, publish-repo) skip their work when their
+(source, buildroot, source-package, build-release, publish-repo) skip their work when their
 inputs are unchanged, and this job skips a check stage (audit, upgrade test,
 gate) that already passed on the same packages with the same tools.
 
-  check-debian -> source -> buildroot -> check-flags -> patch-tests -> build-debs
+  check-debian -> source -> buildroot -> check-flags -> patch-tests
+         -> source-package -> build-release (the .dsc, in a clean root; blhc, lintian)
          -> audit-flags -> io-mock-test -> publish-repo -> upgrade-test
          -> gate (candidate vs Debian stock)
 
@@ -32,7 +33,7 @@ def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH):
     """(name, command, inputs): a check stage with inputs is skipped when it
     passed before on the same inputs; the others skip their own work.
     `ci` and `bench` hold the programs (tests put stand-ins there)."""
-    debs = paths.debs_out(profile)
+    debs = paths.release_out(profile)
     node_side = PACKAGE / "runtime"
     return [
         # first: packages built on a pin Debian has moved past would be replaced by apt
@@ -41,13 +42,15 @@ def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH):
         ("buildroot", [ci / "buildroot", "create"], None),
         ("check-flags", [ci / "check-flags"], None),
         ("patch-tests", [ci / "patch-tests"], None),
-        ("build-debs", [ci / "build-debs", "--profile", profile], None),
+        # the release is built from the source package, in a clean root
+        ("source-package", [ci / "build-debs", "--source-only"], None),
+        ("build-release", [ci / "build-release", "--profile", profile], None),
         ("audit-flags", [ci / "audit-flags", "--debs", debs, "--out", paths.reports("audit-release")],
          [debs / "stamp.json", PACKAGE / "stages" / "audit_flags.py", PACKAGE / "build" / "audit.py",
           PACKAGE / "build" / "elf.py", paths.AUDIT_RULES]),
         ("io-mock-test", [ci / "io-mock-test", "--debs", debs],
          [debs / "stamp.json", PACKAGE / "stages" / "io_mock_test.py", PACKAGE / "nodes.py", node_side]),
-        ("publish-repo", [ci / "publish-repo", "--profile", profile], None),
+        ("publish-repo", [ci / "publish-repo", "--debs", debs], None),
         ("upgrade-test", [ci / "upgrade-test"],
          [debs / "stamp.json", PACKAGE / "stages" / "upgrade_test.py", PACKAGE / "nodes.py", node_side]),
         ("gate", [bench / "gate", "--baseline", "debian", "--candidate", debs, "--out", paths.reports("gate-release")],
