@@ -17,9 +17,13 @@ def args_of(entry: dict) -> list[str]:
 def effective(args: list[str]) -> dict:
     """What the compiler would act on: the last -O wins, -D/-U NDEBUG and
     _FORTIFY_SOURCE in order (a later -U undoes an earlier -D)."""
-    opt, ndebug, g, fortify = "-O0", False, False, False
+    opt, ndebug, g, fortify, lto, interposable = "-O0", False, False, False, False, True
     for a in args:
-        if a.startswith("-D_FORTIFY_SOURCE="):
+        if a.startswith("-flto") or a == "-fno-lto":
+            lto = a != "-fno-lto"
+        elif a in ("-fno-semantic-interposition", "-fsemantic-interposition"):
+            interposable = a == "-fsemantic-interposition"
+        elif a.startswith("-D_FORTIFY_SOURCE="):
             fortify = a[-1] in "23"
         elif a == "-U_FORTIFY_SOURCE":
             fortify = False
@@ -36,7 +40,7 @@ def effective(args: list[str]) -> dict:
     return {
         "opt": opt, "ndebug": ndebug, "g": g,
         "stack_protector": any(a.startswith("-fstack-protector") for a in args),
-        "fortify": fortify,
+        "fortify": fortify, "lto": lto, "no_interposition": not interposable,
         "native": [a for a in args if a in ("-march=native", "-mtune=native", "-mcpu=native")],
         "portable": "-DROCKSDB_PORTABLE" in args,
     }
@@ -45,6 +49,8 @@ def effective(args: list[str]) -> dict:
 def summary(e: dict) -> str:
     parts = [e["opt"], "-g" if e["g"] else "no -g", "-DNDEBUG" if e["ndebug"] else "no -DNDEBUG"]
     parts.append("hardening" if e["stack_protector"] and e["fortify"] else "no hardening")
+    if e["lto"]:
+        parts.append("-flto" + (" -fno-semantic-interposition" if e["no_interposition"] else ""))
     return " ".join(parts)
 
 
@@ -55,6 +61,8 @@ def _sources(db: list[dict]) -> list[dict]:
 def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
     problems = []
     require_hardening = case.startswith("a")
+    # the pkg.ceph.lto build profile: link-time optimisation, no interposition
+    require_whole_program = case.endswith("-lto")
     shown = {}
 
     def check(area: str, db: list[dict], probes: tuple[str, ...]):
@@ -62,7 +70,7 @@ def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
         if not srcs:
             problems.append(f"{area}: no C/C++ compile commands found")
             return
-        bad_opt, bad_ndebug, native, unhardened, not_portable = [], [], [], [], []
+        bad_opt, bad_ndebug, native, unhardened, not_portable, not_whole = [], [], [], [], [], []
         for x in srcs:
             e = effective(args_of(x))
             if e["opt"] not in ("-O2", "-O3"):
@@ -75,6 +83,8 @@ def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
                 not_portable.append(x["file"])
             if require_hardening and not (e["stack_protector"] and e["fortify"]):
                 unhardened.append(x["file"])
+            if require_whole_program and not (e["lto"] and e["no_interposition"]):
+                not_whole.append(x["file"])
             for probe in probes:
                 if x["file"].endswith(probe):
                     shown[f"{area}: {probe}"] = summary(e)
@@ -91,6 +101,9 @@ def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
                             "packages must run on any x86-64")
         if unhardened:
             problems.append(f"{area}: dpkg hardening flags missing in {len(unhardened)} of {n} commands (e.g. {unhardened[0]})")
+        if not_whole:
+            problems.append(f"{area}: -flto and -fno-semantic-interposition missing in {len(not_whole)} of {n} "
+                            f"commands (e.g. {not_whole[0]})")
         return n
 
     n_rocksdb = check("RocksDB", rocksdb_db, (ROCKSDB_PROBE,))

@@ -14,6 +14,8 @@ Cases:
              debhelper-style (None plus dpkg-buildflags); must FAIL
   a-debian   negative control: case a with Debian's rules as shipped (our
              debian/delta/release-flags.patch reverted); must FAIL on -DNDEBUG
+  a-lto      case a under the build profile pkg.ceph.lto: also -flto and
+             -fno-semantic-interposition in every compile command
 
 Default: a b c. Exit 0 when every positive case passes and every negative
 control fails for the expected reason; 1 otherwise; 2 if a case could not run.
@@ -72,14 +74,14 @@ def check(tree: Path, cases: list[str], out: Path) -> dict:
 
 def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("cases", nargs="*", metavar="CASE", help="a, b, c or a-debian (default: a b c)")
+    p.add_argument("cases", nargs="*", metavar="CASE", help="a, b, c, a-debian or a-lto (default: a b c)")
     p.add_argument("--tree", type=Path, help="assembled tree (default: from ci/source)")
     p.add_argument("--force", action="store_true", help="run even if the last run with these inputs passed")
     args = p.parse_args()
     cases = args.cases or ["a", "b", "c"]
-    unknown = [c for c in cases if c not in ("a", "b", "c", "a-debian")]
+    unknown = [c for c in cases if c not in ("a", "b", "c", "a-debian", "a-lto")]
     if unknown:
-        p.error(f"unknown case(s) {', '.join(unknown)}: choose from a, b, c, a-debian")
+        p.error(f"unknown case(s) {', '.join(unknown)}: choose from a, b, c, a-debian, a-lto")
     tree, tree_key = (args.tree, str(args.tree)) if args.tree else assembled()
     out = paths.reports("flags")
     key = hash_inputs([("tree", tree_key), ("cases", " ".join(cases)), ("tool", Path(__file__)),

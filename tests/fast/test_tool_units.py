@@ -60,6 +60,17 @@ class JudgeCaseTest(unittest.TestCase):
                        db(GOOD, ROCKSDB, "-DROCKSDB_PORTABLE"))
         self.assertTrue(r["ok"], r["problems"])
 
+    def test_the_lto_profile_needs_lto_and_no_interposition_everywhere(self):
+        wpo = GOOD + " -flto=auto -ffat-lto-objects -fno-semantic-interposition"
+        r = judge_case("a-lto", db(wpo, CEPH), db(wpo, ROCKSDB, "-DROCKSDB_PORTABLE"))
+        self.assertTrue(r["ok"], r["problems"])
+        self.assertEqual(r["probes"]["Ceph: src/osd/PrimaryLogPG.cc"],
+                         "-O2 -g -DNDEBUG hardening -flto -fno-semantic-interposition")
+        r = judge_case("a-lto", db(wpo, CEPH), db(GOOD + " -flto=auto", ROCKSDB, "-DROCKSDB_PORTABLE"))
+        self.assertEqual(r["problems"], ["RocksDB: -flto and -fno-semantic-interposition missing in 2 of 2 commands "
+                                         "(e.g. db/db_impl/db_impl.cc)"])
+        self.assertFalse(judge_case("a-lto", db(wpo + " -fno-lto", CEPH), db(wpo, ROCKSDB, "-DROCKSDB_PORTABLE"))["ok"])
+
     def test_an_empty_database_is_a_problem(self):
         r = judge_case("b", [], db(GOOD, ROCKSDB, "-DROCKSDB_PORTABLE"))
         self.assertIn("Ceph: no C/C++ compile commands found", r["problems"])

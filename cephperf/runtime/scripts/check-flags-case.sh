@@ -5,9 +5,11 @@
 set -eu
 export CMAKE_EXPORT_COMPILE_COMMANDS=ON   # cmake >= 3.17 reads it, RocksDB's configure too
 case "$CASE" in
-  a|a-debian)
+  a|a-debian|a-lto)
     if [ "$CASE" = a-debian ]; then patch -R -p1 -s --fuzz=0 < "$RULES_DELTA"; fi
-    dpkg-buildpackage -T override_dh_auto_configure --no-sign -nc
+    profiles=""
+    if [ "$CASE" = a-lto ]; then profiles=--build-profiles=pkg.ceph.lto; fi
+    dpkg-buildpackage -T override_dh_auto_configure --no-sign -nc $profiles
     B=obj-$(dpkg-architecture -qDEB_HOST_GNU_TYPE) ;;
   b)
     env -u CFLAGS -u CXXFLAGS -u CPPFLAGS -u LDFLAGS \
