@@ -60,6 +60,15 @@ def spread_cell(spread: dict | None) -> str:
     return ", ".join(f"{spread[s]:.2%}" if s in spread else "-" for s in ("baseline", "candidate")) if spread else "-"
 
 
+def findings_lines(rep: dict) -> list[str]:
+    """What bench/diagnose finds in the native rounds (bench/rules/diagnose.toml)."""
+    found = rep.get("findings") or {}
+    if not found:
+        return []
+    return ["## Findings (bench/diagnose)", "",
+            *(f"- {where}: {f['says']}" for where, said in found.items() for f in said), ""]
+
+
 def environment_lines(rep: dict) -> list[str]:
     env = rep.get("environment", {})
     host = env.get("host", {})
@@ -79,7 +88,7 @@ def markdown(rep: dict) -> str:
              f"Profile `{rep['profile']}` ({rep['description']}), variant `{rep['variant']}`, "
              f"{rep['rounds']} round(s) per side in ABBA order, a fresh OSD every round.", "",
              side_line(rep, "baseline"), side_line(rep, "candidate"), "", *rules_table(j), "",
-             *functions.markdown(rep.get("functions", {})), *environment_lines(rep)]
+             *functions.markdown(rep.get("functions", {})), *findings_lines(rep), *environment_lines(rep)]
     lines += ["", "## Every metric (medians)", "", "| metric | baseline | candidate | ratio |", "|---|---|---|---|"]
     recs = rep["records"]
     for m in SHOWN:

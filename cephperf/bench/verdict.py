@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from .. import paths
-from ..common import write_atomic
+from ..common import load_toml, write_atomic
+from .diagnose import findings
 from .functions import tables
 from .paired import judge_paired
 from .report import SCHEMA_VERSION, markdown, svg_chart
@@ -65,8 +66,11 @@ def overall(j: dict) -> str:
 def judge_report(rep: dict, rules: dict, rules_file: Path) -> dict:
     """rep with its judgement and verdict (re)made from its rounds."""
     j = judge_paired(rep["records"], rules)
+    diagnose_rules = load_toml(paths.RULES / "diagnose.toml")
+    found = {f"round {r['round']} ({r['side']})": said for r in rep["records"]
+             if r.get("diagnostics") and (said := findings(r, diagnose_rules))}
     return {**rep, "schema_version": SCHEMA_VERSION, "rules_file": str(rules_file), "judgement": j,
-            "verdict": overall(j), "functions": tables(rep["records"]),
+            "verdict": overall(j), "functions": tables(rep["records"]), "findings": found,
             "environment": {**rep.get("environment", {}),
                             "sides": {s: side_environment(rep["records"], s) for s in ("baseline", "candidate")}}}
 

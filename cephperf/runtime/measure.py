@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import instrument
+from . import diagnostics, instrument
 from .cluster import Cluster
 from .shell import log, sh
 from .record import NodeError
@@ -48,9 +48,13 @@ def peak_rss_kib(pid: int) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def admin(cluster: Cluster, *args) -> str:
+    """An admin socket command of osd.0; its output."""
+    return sh("ceph", "--admin-daemon", cluster.state / "run" / "osd.0.asok", *args, timeout=60).stdout
+
+
 def perf_dump(cluster: Cluster) -> dict:
-    asok = cluster.state / "run" / "osd.0.asok"
-    return json.loads(sh("ceph", "--admin-daemon", asok, "perf", "dump", timeout=60).stdout)
+    return json.loads(admin(cluster, "perf", "dump"))
 
 
 class BenchWatch:
@@ -134,13 +138,17 @@ def run_profile(cluster: Cluster) -> dict:
         return counted_window(cluster, b["seconds"], mode, extra)
     pid = cluster.osd_pid()
     perf_out = cluster.state / "perf.csv" if cluster.spec.perf else None
-    cpu0, probe = cpu_seconds(pid), cluster.spec.threads
-    if probe:
-        threads0, counters0, t0 = thread_cpu(pid), perf_dump(cluster), time.monotonic()
+    cpu0 = cpu_seconds(pid)
+    threads0, dump0, t0 = thread_cpu(pid), perf_dump(cluster), time.monotonic()
     rec = rados_bench(cluster, b["seconds"], mode, extra, perf_out)
-    if probe:
-        rec["threads"] = thread_report(threads0, thread_cpu(pid), time.monotonic() - t0)
-        rec["queues"] = queue_report(counters0, perf_dump(cluster))
+    threads, dump1 = thread_report(threads0, thread_cpu(pid), time.monotonic() - t0), perf_dump(cluster)
+    if cluster.spec.threads:
+        rec["threads"] = threads
+        rec["queues"] = queue_report(dump0, dump1)
+    # what bench/diagnose judges (cephperf/bench/diagnose.py)
+    rec["bench_mode"] = mode
+    rec["diagnostics"] = diagnostics.collect(dump0, dump1, json.loads(admin(cluster, "config", "diff")),
+                                             json.loads(cluster.ceph("osd", "df", "-f", "json").stdout), threads)
     cpu, ops = cpu_seconds(pid) - cpu0, rec.get("ops") or 0
     rec.update(osd_cpu_seconds=round(cpu, 3), osd_cpu_us_per_op=round(cpu / ops * 1e6, 3) if ops else None,
                osd_peak_rss_mib=round((peak_rss_kib(pid) or 0) / 1024, 1))

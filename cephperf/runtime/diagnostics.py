@@ -1,0 +1,49 @@
+"""What a diagnosis needs from a running OSD, before and after a benchmark
+(python3 stdlib only, inside the runtime root or against an existing cluster):
+BlueStore's write-path counters, the OSD's threads, its debug levels against
+their defaults, and how full its device is. cephperf.bench.diagnose judges it.
+"""
+from __future__ import annotations
+
+# BlueStore counters of the write path (Reef's names): penalty reads of
+# unaligned overwrites, small and big writes, padding, deferred writes issued
+# and submitted, onode cache hits and misses, transactions.
+BLUESTORE = ("write_penalty_read_ops", "write_small", "write_small_pre_read", "write_small_unused", "write_pad_bytes",
+             "write_big", "write_new", "issued_deferred_writes", "submitted_deferred_writes", "onode_hits",
+             "onode_misses", "txc_count")
+
+
+def bluestore_counters(dump: dict) -> dict:
+    """The BLUESTORE counters of a `perf dump`."""
+    section = dump.get("bluestore", {})
+    return {k: section[k] for k in BLUESTORE if isinstance(section.get(k), (int, float))}
+
+
+def counter_deltas(before: dict, after: dict) -> dict:
+    return {k: after[k] - before.get(k, 0) for k in after}
+
+
+def debug_levels(config_diff: dict) -> dict:
+    """debug_* settings that differ from their defaults: {name: {"default": ..., "final": ...}}.
+    `config diff` lists every setting whose value differs from the default."""
+    diff = config_diff.get("diff", config_diff)
+    out = {}
+    for name, v in diff.items():
+        if name.startswith("debug_") and isinstance(v, dict):
+            out[name] = {"default": v.get("default"), "final": v.get("final", v.get("value"))}
+    return out
+
+
+def device_use(osd_df: dict) -> dict | None:
+    """osd.0's device use from `ceph osd df -f json`: {utilization (fraction), kb, kb_avail}."""
+    for node in osd_df.get("nodes", []):
+        if node.get("id") == 0:
+            return {"utilization": round(node.get("utilization", 0.0) / 100, 4), "kb": node.get("kb"),
+                    "kb_avail": node.get("kb_avail")}
+    return None
+
+
+def collect(dump_before: dict, dump_after: dict, config_diff: dict, osd_df: dict, threads: dict) -> dict:
+    """A round's diagnostics: counter changes over the window, and the state at its end."""
+    return {"bluestore": counter_deltas(bluestore_counters(dump_before), bluestore_counters(dump_after)),
+            "debug": debug_levels(config_diff), "device": device_use(osd_df), "threads": threads}
