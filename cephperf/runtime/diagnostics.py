@@ -43,7 +43,16 @@ def device_use(osd_df: dict) -> dict | None:
     return None
 
 
-def collect(dump_before: dict, dump_after: dict, config_diff: dict, osd_df: dict, threads: dict) -> dict:
+def device_from_counters(dump: dict, device_bytes: int) -> dict:
+    """A one-device OSD's use from its own counters: BlueStore's allocated
+    bytes plus BlueFS's (RocksDB's files share the device). `ceph osd df`
+    says the same where a mgr runs; the bench cluster has none."""
+    used = dump.get("bluestore", {}).get("allocated", 0) + dump.get("bluefs", {}).get("db_used_bytes", 0)
+    return {"utilization": round(used / device_bytes, 4) if device_bytes else 0.0, "kb": device_bytes // 1024,
+            "kb_avail": max(device_bytes - used, 0) // 1024}
+
+
+def collect(dump_before: dict, dump_after: dict, config_diff: dict, device: dict | None, threads: dict) -> dict:
     """A round's diagnostics: counter changes over the window, and the state at its end."""
     return {"bluestore": counter_deltas(bluestore_counters(dump_before), bluestore_counters(dump_after)),
-            "debug": debug_levels(config_diff), "device": device_use(osd_df), "threads": threads}
+            "debug": debug_levels(config_diff), "device": device, "threads": threads}

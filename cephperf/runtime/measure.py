@@ -147,8 +147,9 @@ def run_profile(cluster: Cluster) -> dict:
         rec["queues"] = queue_report(dump0, dump1)
     # what bench/diagnose judges (cephperf/bench/diagnose.py)
     rec["bench_mode"] = mode
-    rec["diagnostics"] = diagnostics.collect(dump0, dump1, json.loads(admin(cluster, "config", "diff")),
-                                             json.loads(cluster.ceph("osd", "df", "-f", "json").stdout), threads)
+    device = diagnostics.device_from_counters(dump1, int(cluster.spec.device_gib * (1 << 30)))
+    rec["diagnostics"] = diagnostics.collect(dump0, dump1, json.loads(admin(cluster, "config", "diff")), device,
+                                             threads)
     cpu, ops = cpu_seconds(pid) - cpu0, rec.get("ops") or 0
     rec.update(osd_cpu_seconds=round(cpu, 3), osd_cpu_us_per_op=round(cpu / ops * 1e6, 3) if ops else None,
                osd_peak_rss_mib=round((peak_rss_kib(pid) or 0) / 1024, 1))

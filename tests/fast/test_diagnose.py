@@ -11,7 +11,7 @@ from tests.helpers import REPO
 
 from cephperf.bench.diagnose import findings, gather_level
 from cephperf.common import load_toml
-from cephperf.runtime.diagnostics import collect, debug_levels, device_use
+from cephperf.runtime.diagnostics import collect, debug_levels, device_from_counters, device_use
 
 RULES = load_toml(REPO / "bench" / "rules" / "diagnose.toml")
 
@@ -71,9 +71,10 @@ class DiagnoseTest(unittest.TestCase):
     def test_collect_takes_the_counters_change_over_the_window(self):
         before = {"bluestore": {"write_penalty_read_ops": 10, "txc_count": 5, "other": 1}}
         after = {"bluestore": {"write_penalty_read_ops": 15, "txc_count": 9, "other": 2}}
-        d = collect(before, after, {"diff": {}}, {"nodes": []}, {"busiest": []})
+        d = collect(before, after, {"diff": {}}, None, {"busiest": []})
         self.assertEqual(d["bluestore"], {"write_penalty_read_ops": 5, "txc_count": 4})
-        self.assertIsNone(d["device"])
+        dev = device_from_counters({"bluestore": {"allocated": 6 << 30}, "bluefs": {"db_used_bytes": 1 << 30}}, 8 << 30)
+        self.assertEqual(dev, {"utilization": 0.875, "kb": 8 << 20, "kb_avail": 1 << 20})
 
     def test_the_program_on_a_report(self):
         with tempfile.TemporaryDirectory() as tmp:
