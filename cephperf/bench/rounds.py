@@ -32,6 +32,7 @@ def load_profile(name: str, variant: str) -> dict:
     # instruction-counted rounds of a profile that names no [counted] window
     prof.setdefault("counted", {"warmup_seconds": 10, "seconds": 40})
     prof["io_mock"] = bool(var.get("io_mock"))
+    prof["osds"] = int(var.get("osds", 1))
     return prof
 
 
@@ -109,7 +110,7 @@ def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int
     warmup = prof["counted"].get("warmup_seconds", 0) if counted and not by_ops else 0
     return NodeSpec(
         state_dir=str(state_dir), port=free_port(), v1_port=free_port(),
-        device_gib=prof["device"]["size_gib"], conf=conf, bench=bench,
+        device_gib=prof["device"]["size_gib"], osds=prof.get("osds", 1), conf=conf, bench=bench,
         runtime_conf=prof.get("runtime_conf", {}), io_mock=prof.get("io_mock", False),
         osd_binary=side.get("osd_binary"), ld_library_path=side.get("ld_library_path"),
         debs=debs, apt_line=side.get("apt_line"), stall_seconds=max(stall, COUNTED_STALL_SECONDS) if counted else stall,

@@ -41,7 +41,8 @@ def base_conf(state: Path, spec: NodeSpec) -> dict:
             "mon_host": f"[v2:127.0.0.1:{port},v1:127.0.0.1:{v1}]",
             "auth_cluster_required": "none", "auth_service_required": "none", "auth_client_required": "none",
             "mon_allow_pool_size_one": "true", "mon_warn_on_pool_no_redundancy": "false",
-            "osd_pool_default_size": "1", "osd_pool_default_min_size": "1", "osd_crush_chooseleaf_type": "0",
+            "osd_pool_default_size": str(spec.osds), "osd_pool_default_min_size": "1",
+            "osd_crush_chooseleaf_type": "0",
             # Sane full ratios, below BlueStore's own failsafe, so that a
             # profile that writes too much is stopped by the mon, not by an abort.
             "mon_osd_full_ratio": "0.90", "mon_osd_backfillfull_ratio": "0.85", "mon_osd_nearfull_ratio": "0.80",
@@ -53,7 +54,9 @@ def base_conf(state: Path, spec: NodeSpec) -> dict:
         "mgr": {"mgr_data": f"{s}/mgr/$cluster-$id"},
         "osd": {
             "osd_data": f"{s}/osd/$cluster-$id", "osd_objectstore": "bluestore",
-            "bluestore_block_path": f"{s}/osd/block", "bluestore_block_create": "true",
+            # one OSD keeps the path every earlier report ran with
+            "bluestore_block_path": f"{s}/osd/block" if spec.osds == 1 else f"{s}/osd/block-$id",
+            "bluestore_block_create": "true",
             "bluestore_block_size": str(int(spec.device_gib * (1 << 30))),
             "osd_crush_update_on_start": "true",
         },
@@ -96,12 +99,19 @@ class Cluster:
         self.procs[name] = subprocess.Popen([str(a) for a in argv], stdout=logf, stderr=subprocess.STDOUT,
                                             env=env or os.environ)
 
-    def start_osd(self):
-        argv = [self.osd_bin, "-c", self.conf, "-i", "0", "-f"]
+    def start_osd(self, osd_id: int = 0):
+        argv = [self.osd_bin, "-c", self.conf, "-i", str(osd_id), "-f"]
         if self.spec.instrument == "callgrind":
             argv = instrument.wrap(argv, self.callgrind_out)
-        self.start("osd.0", argv, env=self.osd_env)
-        return self.procs["osd.0"]
+        self.start(f"osd.{osd_id}", argv, env=self.osd_env)
+        return self.procs[f"osd.{osd_id}"]
+
+    def osd_names(self) -> list[str]:
+        return [name for name in self.procs if name.startswith("osd.")]
+
+    def osd_pids(self) -> list[int]:
+        """Every OSD's pid: the CPU of a replicated write is spent in all of them."""
+        return [self.procs[name].pid for name in self.osd_names()]
 
     @property
     def callgrind_out(self) -> Path:
@@ -130,16 +140,21 @@ class Cluster:
             self.start("mgr.x", ["ceph-mgr", "-c", self.conf, "-i", "x", "-f"])
 
     def make_osd(self):
-        osd_uuid = str(uuid.uuid4())
-        osd_id = self.ceph("osd", "new", osd_uuid).stdout.strip()
-        if osd_id != "0":
-            raise NodeError(f"expected osd.0, the mon allocated osd.{osd_id}")
-        sh(self.osd_bin, "-c", self.conf, "-i", "0", "--mkfs", "--osd-uuid", osd_uuid, timeout=300, env=self.osd_env)
-        self.start_osd()
+        if self.spec.osds > 1 and self.spec.instrument:
+            raise NodeError("instruction-counted rounds run one OSD (callgrind serialises each OSD's threads)")
+        for n in range(self.spec.osds):
+            osd_uuid = str(uuid.uuid4())
+            osd_id = self.ceph("osd", "new", osd_uuid).stdout.strip()
+            if osd_id != str(n):
+                raise NodeError(f"expected osd.{n}, the mon allocated osd.{osd_id}")
+            (self.state / "osd" / f"ceph-{n}").mkdir(parents=True, exist_ok=True)
+            sh(self.osd_bin, "-c", self.conf, "-i", str(n), "--mkfs", "--osd-uuid", osd_uuid, timeout=300,
+               env=self.osd_env)
+            self.start_osd(n)
 
     def make_pool(self):
         self.ceph("osd", "pool", "create", "bench", "32", "32", "replicated")
-        self.ceph("osd", "pool", "set", "bench", "size", "1", "--yes-i-really-mean-it")
+        self.ceph("osd", "pool", "set", "bench", "size", str(self.spec.osds), "--yes-i-really-mean-it")
         self.ceph("osd", "pool", "application", "enable", "bench", "rados")
         # A write blocks until the pool's PG is active: the wait is the write itself.
         try:
@@ -161,7 +176,9 @@ class Cluster:
         for k, v in self.spec.runtime_conf.get("osd", {}).items():
             self.ceph("tell", "osd.0", "config", "set", k, conf_value(v))
             log(f"osd.0: {k} = {v} set at run time")
-        log(f"cluster up: mon v2 127.0.0.1:{self.spec.port}, osd.0 ({self.osd_bin}), {self.spec.device_gib} GiB device")
+        osds = "osd.0" if self.spec.osds == 1 else f"osd.0-{self.spec.osds - 1}, pool size {self.spec.osds}"
+        log(f"cluster up: mon v2 127.0.0.1:{self.spec.port}, {osds} ({self.osd_bin}), "
+            f"{self.spec.device_gib} GiB device{'s' if self.spec.osds > 1 else ''}")
 
     def check_alive(self):
         for name, p in self.procs.items():

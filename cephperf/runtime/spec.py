@@ -20,6 +20,9 @@ class NodeSpec:
     v1_port: int = 0
     spare_ports: list[int] = field(default_factory=list)
     device_gib: float = 4
+    # OSDs on this host, each with its own device; the pool's size is their
+    # number (replication between them), so the messenger carries replica ops.
+    osds: int = 1
     # ceph.conf sections set from mkfs on, and [osd] options set once the OSD is up.
     conf: dict = field(default_factory=dict)
     runtime_conf: dict = field(default_factory=dict)

@@ -39,7 +39,7 @@ from cephperf.bench.rounds import (load_profile, merge_conf, parse_source, read_
                                    runs_dir)
 from cephperf.bench.verdict import host_environment, judge_report, new_run_dir, publish
 from cephperf.build.roots import Root
-from cephperf.common import StageError, load_toml, log, main_wrapper, rmtree, write_atomic
+from cephperf.common import EXIT_ERROR, StageError, load_toml, log, main_wrapper, rmtree, write_atomic
 
 
 DEFAULT_RULES = paths.RULES / "default.toml"
@@ -122,7 +122,7 @@ def execute():
 
 
 def discard_device(state: Path) -> None:
-    for f in (state / "osd").rglob("block"):
+    for f in (state / "osd").rglob("block*"):
         f.unlink(missing_ok=True)
 
 
@@ -180,6 +180,9 @@ def round_summary(rec: dict) -> str:
 
 def ab(args) -> int:
     prof = load_profile(args.profile, args.variant)
+    if prof["osds"] > 1 and args.mode != "native":
+        raise StageError(f"variant {args.variant!r} runs {prof['osds']} OSDs: instruction-counted rounds run one "
+                         "(callgrind serialises each OSD's threads); give --mode native", EXIT_ERROR)
     rules_file = args.rules or DEFAULT_RULES
     rules = load_toml(rules_file)
     sides = {"baseline": parse_source(args.baseline), "candidate": parse_source(args.candidate)}

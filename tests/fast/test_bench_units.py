@@ -90,6 +90,11 @@ class RoundSpecTest(unittest.TestCase):
         native = round_spec(Path("/state"), load_profile("4k-write", "defaults"), {}, {}, None, 20, False)
         self.assertEqual((native.window_ops, native.bench["threads"]), (0, 16))
 
+    def test_the_three_osd_variant_asks_for_three_osds(self):
+        spec = round_spec(Path("/state"), load_profile("4k-write", "three-osds"), {}, {}, None, 20, False)
+        self.assertEqual(spec.osds, 3)
+        self.assertEqual(round_spec(Path("/s"), load_profile("4k-write", "defaults"), {}, {}, None, 20, False).osds, 1)
+
     def test_a_window_in_ops_replaces_the_profiles_object_cap(self):
         self.assertEqual(with_max_objects(["-t", 1, "--max-objects", 1000000, "--no-cleanup"], 3000),
                          ["-t", 1, "--no-cleanup", "--max-objects", 3000])

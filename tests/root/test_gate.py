@@ -64,10 +64,27 @@ class GateTest(unittest.TestCase):
             self.assertGreater(rec["osd_cpu_us_per_op"], 0)
             self.assertGreater(rec["osd_peak_rss_mib"], 0)
             self.assertIn("perf", rec)
+            # what bench/diagnose reads: the write path's counters, threads, device use
+            diag = rec["diagnostics"]
+            self.assertGreater(diag["bluestore"]["txc_count"], 0)
+            self.assertEqual(diag["bluestore"]["write_penalty_read_ops"], 0)  # new 4 KiB objects: aligned
+            self.assertTrue(diag["threads"]["busiest"])
+            self.assertLess(diag["device"]["utilization"], 0.5)
         self.assertTrue((self.tmp / "out" / "chart.svg").read_text().startswith("<svg"))
         self.assertIn("| IOPS |", (self.tmp / "out" / "report.md").read_text())
         self.assertEqual(our_daemons(), [])
         self.assertEqual(run_mounts(), [])
+
+    def test_three_osds_one_round_per_side(self):
+        """The three-OSD variant: a size-3 pool over three OSDs, one native round per side."""
+        r = self.gate("--baseline", "debian", "--candidate", "debian", "--variant", "three-osds", "--rounds", "1",
+                      "--seconds", "5", "--out", self.tmp / "out")
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+        self.assertIn("osd.0-2, pool size 3", r.stderr)
+        rep = json.loads((self.tmp / "out" / "report.json").read_text())
+        self.assertEqual([x["side"] for x in rep["records"]], ["baseline", "candidate"])
+        self.assertTrue(all(x["iops"] > 0 for x in rep["records"]))
+        self.assertEqual(our_daemons(), [])
 
     def test_a_full_osd_stops_the_gate_with_exit_2(self):
         profile = self.tmp / "tiny-4m.toml"
