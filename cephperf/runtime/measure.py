@@ -183,11 +183,6 @@ def counted_window(cluster: Cluster, seconds: int, mode: str, extra: list) -> di
         if spec.warmup_ops:
             log(f"warm-up, uninstrumented: {spec.warmup_ops} ops")
             rados_bench(cluster, seconds, mode, with_max_objects(extra, spec.warmup_ops), pid=1)
-        # Every window starts from empty memtables: a manual compaction flushes
-        # them. Otherwise where a memtable switch falls, which background
-        # flushes and deferred-write cleanup decide, moved the skip-list
-        # inserts' cost by up to 1.2% of the round's instructions per op.
-        sh("ceph", "--admin-daemon", cluster.state / "run" / "osd.0.asok", "compact", timeout=600)
         pid = cluster.osd_pid()
         instrument.switch_on(pid)
         rec = rados_bench(cluster, seconds, mode, with_max_objects(extra, spec.window_ops), pid=2)

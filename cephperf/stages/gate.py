@@ -87,8 +87,8 @@ def execute():
     p.add_argument("--rounds", type=int, default=5, help="native rounds per side (default 5)")
     p.add_argument("--mode", choices=["native", "counted", "both"], default="native",
                    help="native rounds (wall clock), instruction-counted rounds (callgrind), or both")
-    p.add_argument("--counted-rounds", type=int, default=3,
-                   help="instruction-counted rounds per side (default 3; with --mode both, at most --rounds)")
+    p.add_argument("--counted-rounds", type=int, default=5,
+                   help="instruction-counted rounds per side (default 5; with --mode both, at most --rounds)")
     p.add_argument("--seconds", type=int, help="override the profile's duration")
     p.add_argument("--rules", type=Path, help="rules file (default bench/rules/default.toml; with --rejudge, "
                                               "the report's own if it is still there)")
