@@ -58,58 +58,58 @@ def _sources(db: list[dict]) -> list[dict]:
     return [x for x in db if x["file"].endswith(SOURCE_SUFFIXES)]
 
 
+def unit_problems(e: dict, area: str, require_hardening: bool, require_whole_program: bool) -> list[str]:
+    """What is wrong with one compile command's effective flags, by kind."""
+    kinds = []
+    if e["opt"] not in ("-O2", "-O3"):
+        kinds.append("opt")
+    if not e["ndebug"]:
+        kinds.append("ndebug")
+    if e["native"]:
+        kinds.append("native")
+    if area == "RocksDB" and not e["portable"]:
+        kinds.append("portable")
+    if require_hardening and not (e["stack_protector"] and e["fortify"]):
+        kinds.append("hardening")
+    if require_whole_program and not (e["lto"] and e["no_interposition"]):
+        kinds.append("whole_program")
+    return kinds
+
+
+MESSAGES = {
+    "opt": "{area} lacks -O2: {k} of {n} compile commands at {opt} or below (e.g. {f})",
+    "ndebug": "{area} lacks -DNDEBUG: {k} of {n} compile commands (e.g. {f})",
+    "native": "{area}: -march/-mtune=native in {k} commands: packages must run on any x86-64",
+    "portable": "{area}: built with PORTABLE=OFF (no -DROCKSDB_PORTABLE) in {k} commands: "
+                "packages must run on any x86-64",
+    "hardening": "{area}: dpkg hardening flags missing in {k} of {n} commands (e.g. {f})",
+    "whole_program": "{area}: -flto and -fno-semantic-interposition missing in {k} of {n} commands (e.g. {f})",
+}
+
+
 def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
-    problems = []
+    problems, shown, counts = [], {}, {}
     require_hardening = case.startswith("a")
     # the pkg.ceph.lto build profile: link-time optimisation, no interposition
     require_whole_program = case.endswith("-lto")
-    shown = {}
-
-    def check(area: str, db: list[dict], probes: tuple[str, ...]):
+    for area, db, probes in (("RocksDB", rocksdb_db, (ROCKSDB_PROBE,)), ("Ceph", ceph_db, CEPH_PROBES)):
         srcs = _sources(db)
+        counts[area] = len(srcs)
         if not srcs:
             problems.append(f"{area}: no C/C++ compile commands found")
-            return
-        bad_opt, bad_ndebug, native, unhardened, not_portable, not_whole = [], [], [], [], [], []
+            continue
+        bad: dict[str, list] = {}
         for x in srcs:
             e = effective(args_of(x))
-            if e["opt"] not in ("-O2", "-O3"):
-                bad_opt.append((x["file"], e["opt"]))
-            if not e["ndebug"]:
-                bad_ndebug.append(x["file"])
-            if e["native"]:
-                native.append(x["file"])
-            if area == "RocksDB" and not e["portable"]:
-                not_portable.append(x["file"])
-            if require_hardening and not (e["stack_protector"] and e["fortify"]):
-                unhardened.append(x["file"])
-            if require_whole_program and not (e["lto"] and e["no_interposition"]):
-                not_whole.append(x["file"])
-            for probe in probes:
-                if x["file"].endswith(probe):
-                    shown[f"{area}: {probe}"] = summary(e)
-        n = len(srcs)
-        if bad_opt:
-            f, o = bad_opt[0]
-            problems.append(f"{area} lacks -O2: {len(bad_opt)} of {n} compile commands at {o} or below (e.g. {f})")
-        if bad_ndebug:
-            problems.append(f"{area} lacks -DNDEBUG: {len(bad_ndebug)} of {n} compile commands (e.g. {bad_ndebug[0]})")
-        if native:
-            problems.append(f"{area}: -march/-mtune=native in {len(native)} commands: packages must run on any x86-64")
-        if not_portable:
-            problems.append(f"{area}: built with PORTABLE=OFF (no -DROCKSDB_PORTABLE) in {len(not_portable)} commands: "
-                            "packages must run on any x86-64")
-        if unhardened:
-            problems.append(f"{area}: dpkg hardening flags missing in {len(unhardened)} of {n} commands (e.g. {unhardened[0]})")
-        if not_whole:
-            problems.append(f"{area}: -flto and -fno-semantic-interposition missing in {len(not_whole)} of {n} "
-                            f"commands (e.g. {not_whole[0]})")
-        return n
-
-    n_rocksdb = check("RocksDB", rocksdb_db, (ROCKSDB_PROBE,))
-    n_ceph = check("Ceph", ceph_db, CEPH_PROBES)
+            for kind in unit_problems(e, area, require_hardening, require_whole_program):
+                bad.setdefault(kind, []).append((x["file"], e["opt"]))
+            shown.update({f"{area}: {probe}": summary(e) for probe in probes if x["file"].endswith(probe)})
+        for kind, message in MESSAGES.items():
+            if kind in bad:
+                f, opt = bad[kind][0]
+                problems.append(message.format(area=area, k=len(bad[kind]), n=len(srcs), f=f, opt=opt))
     return {"case": case, "ran": True, "ok": not problems, "problems": problems,
-            "commands": {"rocksdb": n_rocksdb, "ceph": n_ceph}, "probes": shown}
+            "commands": {"rocksdb": counts["RocksDB"], "ceph": counts["Ceph"]}, "probes": shown}
 
 
 def render_markdown(results: list[dict]) -> str:
