@@ -81,7 +81,8 @@ class Cluster:
             self.osd_env["LD_LIBRARY_PATH"] = spec.ld_library_path
 
     def ceph(self, *args, timeout=60):
-        return sh("ceph", "-c", self.conf, *args, timeout=timeout)
+        auth = ["-k", self.spec.external["keyring"]] if self.spec.external else []
+        return sh("ceph", "-c", self.conf, *auth, *args, timeout=timeout)
 
     def write_conf(self):
         conf = base_conf(self.state, self.spec)

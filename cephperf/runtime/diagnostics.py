@@ -5,6 +5,8 @@ their defaults, and how full its device is. cephperf.bench.diagnose judges it.
 """
 from __future__ import annotations
 
+import json
+
 # BlueStore counters of the write path (Reef's names): penalty reads of
 # unaligned overwrites, small and big writes, padding, deferred writes issued
 # and submitted, onode cache hits and misses, transactions.
@@ -56,3 +58,30 @@ def collect(dump_before: dict, dump_after: dict, config_diff: dict, device: dict
     """A round's diagnostics: counter changes over the window, and the state at its end."""
     return {"bluestore": counter_deltas(bluestore_counters(dump_before), bluestore_counters(dump_after)),
             "debug": debug_levels(config_diff), "device": device, "threads": threads}
+
+
+def external_snapshot(ceph) -> dict:
+    """An existing cluster seen from a client: every OSD's counters and debug
+    levels (`ceph tell`), and the devices' use from `ceph osd df` where a mgr
+    runs. ceph(*args) runs a ceph command and returns its output."""
+    ids = json.loads(ceph("osd", "ls", "-f", "json"))
+    mgr = json.loads(ceph("mgr", "stat", "-f", "json")).get("available", False)
+    return {"dumps": {i: json.loads(ceph("tell", f"osd.{i}", "perf", "dump")) for i in ids},
+            "diffs": {i: json.loads(ceph("tell", f"osd.{i}", "config", "diff")) for i in ids},
+            "df": json.loads(ceph("osd", "df", "-f", "json")) if mgr else None}
+
+
+def collect_external(before: dict, after: dict) -> dict:
+    """Diagnostics of an existing cluster: counter changes summed over its OSDs,
+    every OSD's raised debug levels, its fullest device; no per-thread CPU
+    (the OSDs' /proc is not here)."""
+    totals: dict = {}
+    for i, dump in after["dumps"].items():
+        for k, v in counter_deltas(bluestore_counters(before["dumps"].get(i, {})), bluestore_counters(dump)).items():
+            totals[k] = totals.get(k, 0) + v
+    debug = {}
+    for i, diff in sorted(after["diffs"].items()):
+        debug.update({f"{name} (osd.{i})": v for name, v in debug_levels(diff).items()})
+    devices = [device_use({"nodes": [{**n, "id": 0}]}) for n in (after.get("df") or {}).get("nodes", [])]
+    fullest = max(devices, key=lambda d: d["utilization"], default=None)
+    return {"bluestore": totals, "debug": debug, "device": fullest, "threads": None}

@@ -132,7 +132,11 @@ def run_profile(cluster: Cluster) -> dict:
         rados_bench(cluster, b["prefill_seconds"], "write", extra)
         mode, extra = "rand", ["-t", b["threads"], "--run-name", "ceph-perf"]
     if "osd.0" not in cluster.procs:  # an existing cluster: no /proc of its OSD here
+        def ceph(*args):
+            return cluster.ceph(*args).stdout
+        before = diagnostics.external_snapshot(ceph)
         rec = rados_bench(cluster, b["seconds"], mode, extra)
+        rec.update(bench_mode=mode, diagnostics=diagnostics.collect_external(before, diagnostics.external_snapshot(ceph)))
         sh(*cluster.rados, "cleanup", "--run-name", "ceph-perf", timeout=1800)
         return rec
     if cluster.spec.instrument == "callgrind":

@@ -63,11 +63,27 @@ class ClusterTest(unittest.TestCase):
             records = json.loads((Path(out) / "report.json").read_text())["records"]
             self.assertEqual(len(records), 1)
             self.assertGreater(records[0]["iops"], 0)
+            # read through `ceph tell` on every OSD (no mgr here: no osd df)
+            self.assertGreater(records[0]["diagnostics"]["bluestore"]["txc_count"], 0)
         r = cluster("exec", "--name", NAME, "--", "rados", "-p", "bench", "ls")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(r.stdout.split(), [], "the gate left its objects in the pool")
         r = cluster("exec", "--name", NAME, "--", "ceph", "osd", "stat")
         self.assertIn("1 osds: 1 up", r.stdout, "the existing cluster must still be up")
+
+    def test_diagnose_an_existing_cluster_names_raised_debug_levels(self):
+        self.assertEqual(cluster("up", "--name", NAME).returncode, 0)
+        node = STATE / "node"
+        args = [str(REPO / "bench" / "diagnose"), "--cluster", str(node / "ceph.conf"), "--keyring",
+                str(node / "mon.keyring"), "--pool", "bench", "--seconds", "5"]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("no finding", r.stdout)
+        r = cluster("exec", "--name", NAME, "--", "ceph", "tell", "osd.0", "config", "set", "debug_osd", "20/20")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("debug levels above the defaults: debug_osd (osd.0) 20/20 (default 1/5)", r.stdout)
 
     def test_rbd_image_create_write_read_remove(self):
         # #19: the OSD must load its object classes (cls_rbd) for rbd to work
