@@ -112,7 +112,11 @@ def build(tree: Path, tree_key: str, kind: str, build_env: dict, new: Path) -> d
             raise StageError(f"lintian reports errors on {dsc} (exit {rc})", EXIT_ERROR)
     for f in produced:
         shutil.move(str(f), new / f.name)
-    names = sorted(f.name for f in produced)
+    if kind == "source":
+        # the source package whole beside its .dsc, so that it unpacks from there
+        # (ci/build-release): the orig tarball is hard-linked, never copied
+        os.link(link, new / link.name)
+    names = sorted(f.name for f in new.iterdir())
     log(f"built in {time.monotonic() - t0:.0f} s: {', '.join(names)}")
     return {"tree_inputs": tree_key, "profile": kind, **build_env, "seconds": round(time.monotonic() - t0),
             "files": names}
