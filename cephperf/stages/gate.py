@@ -1,8 +1,8 @@
 """bench/gate: single-OSD rados bench A/B with a verdict noise does not decide.
 
   bench/gate --baseline SRC --candidate SRC [--profile NAME] [--variant NAME]
-             [--rounds N] [--seconds S] [--baseline-conf FILE] [--candidate-conf FILE]
-             [--rules FILE] [--out DIR]
+             [--mode native|counted|both] [--rounds N] [--counted-rounds N] [--seconds S]
+             [--baseline-conf FILE] [--candidate-conf FILE] [--rules FILE] [--out DIR]
   bench/gate --cluster CONF --keyring K --pool P [--profile NAME] [--rounds N]
 
 SRC: 'debian' (Debian trixie's stock packages), a directory of .debs laid over
@@ -85,8 +85,9 @@ def execute():
     p.add_argument("--profile", default="4k-write")
     p.add_argument("--variant", default="defaults")
     p.add_argument("--rounds", type=int, default=5, help="native rounds per side (default 5)")
-    p.add_argument("--mode", choices=["native", "counted", "both"], default="native",
-                   help="native rounds (wall clock), instruction-counted rounds (callgrind), or both")
+    p.add_argument("--mode", choices=["native", "counted", "both"],
+                   help="native rounds (wall clock), instruction-counted rounds (callgrind), or both (the default; "
+                        "native for a variant of several OSDs)")
     p.add_argument("--counted-rounds", type=int, default=5,
                    help="instruction-counted rounds per side (default 5; with --mode both, at most --rounds)")
     p.add_argument("--seconds", type=int, help="override the profile's duration")
@@ -183,6 +184,7 @@ def round_summary(rec: dict) -> str:
 
 def ab(args) -> int:
     prof = load_profile(args.profile, args.variant)
+    args.mode = args.mode or ("native" if prof["osds"] > 1 else "both")
     if prof["osds"] > 1 and args.mode != "native":
         raise StageError(f"variant {args.variant!r} runs {prof['osds']} OSDs: instruction-counted rounds run one "
                          "(callgrind serialises each OSD's threads); give --mode native", EXIT_ERROR)
