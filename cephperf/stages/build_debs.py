@@ -57,6 +57,22 @@ def build_environment(environ: dict, kind: str, jobs: int | None) -> dict:
     return {"DEB_BUILD_OPTIONS": " ".join(options), "DEB_BUILD_PROFILES": " ".join(profiles)}
 
 
+def what_is_built(build_env: dict) -> str:
+    """The options and profiles that change what is built (nodoc, a profile
+    that drops a package, noopt), for an up-to-date key: packages built with
+    others are not up to date. parallel= changes how, not what."""
+    what = {**build_env, "DEB_BUILD_OPTIONS": " ".join(o for o in build_env["DEB_BUILD_OPTIONS"].split()
+                                                       if not o.startswith("parallel="))}
+    return json.dumps(what, sort_keys=True)
+
+
+def build_key(tree_key: str, kind: str, build_env: dict) -> str:
+    """What the packages are made from."""
+    return hash_inputs([("tree", tree_key), ("kind", kind), ("args", " ".join(ARGS[kind])),
+                        ("environment", what_is_built(build_env)),
+                        ("script", BUILD.read_text() + LINTIAN.read_text())])
+
+
 def dpkg_args(kind: str, build_env: dict) -> list[str]:
     """dpkg-buildpackage's arguments; --build-profiles would override
     DEB_BUILD_PROFILES, so it carries the whole list."""
@@ -131,11 +147,7 @@ def execute():
     kind = "source" if args.source_only else args.profile
     build_env = build_environment(os.environ, kind, args.jobs)
     tree, tree_key = assembled()
-    # Options and profiles change what is built (nodoc, a profile that drops a
-    # package, noopt): packages built with others are not up to date.
-    key = hash_inputs([("tree", tree_key), ("kind", kind), ("args", " ".join(ARGS[kind])),
-                       ("environment", json.dumps(build_env, sort_keys=True)),
-                       ("script", BUILD.read_text() + LINTIAN.read_text())])
+    key = build_key(tree_key, kind, build_env)
     out = paths.debs_out(kind)
     produce(out, key, lambda new: build(tree, tree_key, kind, build_env, new))
     print(out)

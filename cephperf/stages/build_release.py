@@ -35,7 +35,7 @@ from cephperf.build.buildlog import run_logged
 from cephperf.build.roots import Root
 from cephperf.common import EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_toml, log, main_wrapper, write_atomic
 from cephperf.stage import produce
-from cephperf.stages.build_debs import build_environment, dpkg_args
+from cephperf.stages.build_debs import build_environment, dpkg_args, what_is_built
 from cephperf.stages.source import assembled
 
 BUILD = paths.RUNTIME / "scripts" / "build-release.sh"
@@ -116,7 +116,7 @@ def execute():
         raise StageError(f"{dsc}: no such source package", EXIT_ERROR)
     build_env = build_environment(os.environ, args.profile, args.jobs)
     # the .dsc holds the checksums of every file it names
-    key = hash_inputs([("dsc", dsc), ("profile", args.profile), ("environment", json.dumps(build_env, sort_keys=True)),
+    key = hash_inputs([("dsc", dsc), ("profile", args.profile), ("environment", what_is_built(build_env)),
                        ("scripts", BUILD.read_text() + LINTIAN.read_text()), ("blhc", BLHC_RULES)])
     out = args.out or paths.release_out(args.profile)
     produce(out, key, lambda new: release_build(dsc, args.profile, build_env, new), keep_failed=True)

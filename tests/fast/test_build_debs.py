@@ -5,7 +5,7 @@ import os
 import unittest
 
 from cephperf.build.buildlog import Console, follow
-from cephperf.stages.build_debs import build_environment
+from cephperf.stages.build_debs import build_environment, build_key
 
 
 class BuildEnvironmentTest(unittest.TestCase):
@@ -28,6 +28,18 @@ class BuildEnvironmentTest(unittest.TestCase):
         self.assertEqual(build_environment({"DEB_BUILD_PROFILES": "nodoc"}, "full", 2)["DEB_BUILD_PROFILES"], "nodoc")
         # a source package is built without profiles
         self.assertEqual(build_environment({"DEB_BUILD_PROFILES": "nodoc"}, "source", 2)["DEB_BUILD_PROFILES"], "")
+
+
+class BuildKeyTest(unittest.TestCase):
+    def test_a_changed_profile_or_option_is_not_up_to_date(self):
+        plain = build_key("tree", "osd-only", build_environment({}, "osd-only", 2))
+        self.assertEqual(plain, build_key("tree", "osd-only", build_environment({}, "osd-only", 2)))
+        lto = build_key("tree", "osd-only", build_environment({"DEB_BUILD_PROFILES": "pkg.ceph.lto"}, "osd-only", 2))
+        nodoc = build_key("tree", "osd-only", build_environment({"DEB_BUILD_OPTIONS": "nodoc"}, "osd-only", 2))
+        self.assertEqual(len({plain, lto, nodoc}), 3)
+        # the number of jobs changes how the packages are built, not what they are
+        one_job = build_key("tree", "osd-only", build_environment({"DEB_BUILD_OPTIONS": "parallel=1"}, "osd-only", None))
+        self.assertEqual(one_job, plain)
 
 
 class ConsoleTest(unittest.TestCase):
