@@ -5,10 +5,12 @@
 # reads $PLAN (JSON) and writes $OUT/results.json; one log per step in $OUT.
 # WITH_TESTS=ON as in Debian's build: it defines UNIT_TESTS_BUILT, which adds
 # members to Messenger and AsyncConnection (the messenger's test interceptor),
-# so tests built here share the stock library's class layouts.
+# so tests built here share the stock library's class layouts. CephFS and
+# FUSE are on over the minimal tree: the series touches ceph-fuse too.
 set -u
 B=/tmp/patch-tests-build
 cmake -S . -B $B -G Ninja -C "$MINIMAL" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWITH_TESTS=ON \
+  -DWITH_CEPHFS=ON -DWITH_LIBCEPHFS=ON -DWITH_FUSE=ON \
   -DCMAKE_EXPORT_COMPILE_COMMANDS=ON > "$OUT/configure.log" 2>&1 || { echo "configure failed"; exit 3; }
 ninja -C $B legacy-option-headers > "$OUT/options.log" 2>&1
 echo $? > "$OUT/options.rc"
