@@ -1,0 +1,48 @@
+"""bench/logging-cost with a stand-in gate: one counted run per subsystem that
+gathers at its default level, its conf on the candidate side, a summary that
+orders the subsystems by their share, and resuming."""
+import os
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+from tests.helpers import REPO
+
+STAND_IN = Path(__file__).resolve().parent / "standins" / "gate.py"
+SHOW_CONFIG = "debug_osd = 1/5\ndebug_ms = 0/0\ndebug_rocksdb = 4/5\ndebug_asok = 1/5\nosd_op_num_shards = 0\n"
+
+
+class LoggingCostTest(unittest.TestCase):
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = Path(tmp.name)
+        (self.tmp / "show-config").write_text(SHOW_CONFIG)
+        self.log = self.tmp / "calls"
+
+    def run_it(self, *extra) -> subprocess.CompletedProcess:
+        env = dict(os.environ, STAND_IN_LOG=str(self.log), STAND_IN_MODE="honest")
+        return subprocess.run([str(REPO / "bench" / "logging-cost"), "--gate", str(STAND_IN), "--defaults",
+                               str(self.tmp / "show-config"), "--out", str(self.tmp / "out"), *extra],
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    def test_one_run_per_gathering_subsystem_with_its_conf(self):
+        r = self.run_it("--subsystems", "osd,ms,rocksdb")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.log.read_text().split(), ["osd", "rocksdb"])  # ms gathers nothing
+        self.assertEqual((self.tmp / "out" / "rocksdb.conf").read_text(), "[global]\ndebug_rocksdb = 0/0\n")
+        md = (self.tmp / "out" / "summary.md").read_text()
+        self.assertIn("| osd | 1/5 | 1.0200 [1.0150, 1.0250] | -2.0% |", md)
+        # resuming: nothing runs again
+        self.assertEqual(self.run_it("--subsystems", "osd,ms,rocksdb").returncode, 0)
+        self.assertEqual(self.log.read_text().split(), ["osd", "rocksdb"])
+
+    def test_an_unknown_subsystem_is_named(self):
+        r = self.run_it("--subsystems", "osd,nosuch")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("debug_nosuch: no such option", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
