@@ -129,7 +129,9 @@ def add(aptly: Aptly, inputs: Path) -> list[str]:
         args = ["repo", "add", REPO_NAME, *map(str, files)]
     r = aptly(*args, what="adding the packages", check=False)
     if bad := conflicts(r.stdout + r.stderr):
-        raise StageError(f"{inputs}: {', '.join(bad)} is already published with other contents; a version is "
+        # name the file where it is there (name_version_arch.deb, the package's key)
+        bad = [str(inputs / f"{k}.deb") if (inputs / f"{k}.deb").exists() else k for k in bad]
+        raise StageError(f"{', '.join(bad)}: already published with other contents; a version is "
                          "never republished with different bytes. Give the build a new version (debian/changelog, "
                          "cmake/pins.toml [ours]) and publish that.", EXIT_FAIL)
     if r.returncode != 0:

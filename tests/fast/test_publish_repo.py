@@ -90,7 +90,8 @@ class PublishRepoTest(unittest.TestCase):
         fixture_deb(self.tmp / "b", "1.0-1", payload="other bytes\n")
         r = self.publish(self.tmp / "b")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("ceph-perf-fixture_1.0-1_amd64 is already published with other contents", r.stderr)
+        self.assertIn(f"{self.tmp / 'b' / 'ceph-perf-fixture_1.0-1_amd64.deb'}: already published with other contents",
+                      r.stderr)
         self.assertEqual(self.versions(), ["1.0-1"])
         # the same bytes again are no change at all
         self.assertEqual(self.publish(self.tmp / "a").returncode, 0)
