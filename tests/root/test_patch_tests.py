@@ -19,9 +19,11 @@ class PatchTests(unittest.TestCase):
         res = json.loads(report.read_text())
         self.assertTrue(res["options_ok"])
         compiled = {c["file"] for c in res["compiles"] if c["rc"] == 0}
-        for tu in ("src/os/bluestore/BlueStore.cc", "src/common/TrackedOp.cc", "src/msg/async/AsyncConnection.cc"):
+        for tu in ("src/os/bluestore/BlueStore.cc", "src/common/TrackedOp.cc", "src/msg/async/AsyncConnection.cc",
+                   "src/client/fuse_ll.cc"):
             self.assertIn(tu, compiled)
-        self.assertEqual({t["name"]: t["rc"] for t in res["tests"]}, {"unittest_tracked_op": 0, "ceph_test_msgr": 0})
+        self.assertEqual({t["name"]: t["rc"] for t in res["tests"]},
+                         {"unittest_tracked_op": 0, "ceph_test_msgr": 0, "unittest_fuse_open_flags": 0})
         print(r.stdout)
 
 
