@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -208,3 +209,13 @@ def main_wrapper(fn) -> None:
         print(f"{Path(sys.argv[0]).name}: error: {e.filename}: {e.strerror}", file=sys.stderr)
         sys.exit(EXIT_ERROR)
     sys.exit(rc or 0)
+
+
+def version_newer(a: str, b: str) -> bool:
+    """dpkg's own ordering of Debian versions: is a newer than b?"""
+    return subprocess.run(["dpkg", "--compare-versions", a, "gt", b]).returncode == 0
+
+
+def newest_first(versions) -> list[str]:
+    """Distinct Debian versions, newest first, in dpkg's order."""
+    return sorted(set(versions), key=functools.cmp_to_key(lambda a, b: -1 if version_newer(a, b) else 1))

@@ -15,7 +15,10 @@ import re
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import IO, Callable
+
+from ..common import StageError
 
 HEARTBEAT_SECONDS = 300
 TAIL_LINES = 40
@@ -105,3 +108,16 @@ def run_logged(start: Callable[[IO[str]], int], logf: IO[str], label: str = "bui
     finally:
         follower.join()
     return rc, tail
+
+
+def build_in_root(root, script: Path, env: dict, logf: IO[str], label: str, failed: str, code: int,
+                  binds: list = ()) -> None:
+    """`bash script` in the root (a Root), its output followed into logf and the
+    console. On failure the log's last lines are printed and StageError(code)
+    says `failed` (what failed, and what to do)."""
+    # stdbuf keeps make's progress lines flowing through the pipe as they are printed
+    rc, tail = run_logged(lambda pipe: root.run(["stdbuf", "-oL", "-eL", "bash", str(script)], stdout=pipe,
+                                                binds=binds, env=env), logf, label=label)
+    if rc != 0:
+        print("\n".join(tail), file=sys.stderr)
+        raise StageError(f"{failed} (exit {rc}); the last lines of its log are above", code)

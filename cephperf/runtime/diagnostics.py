@@ -36,13 +36,11 @@ def debug_levels(config_diff: dict) -> dict:
     return out
 
 
-def device_use(osd_df: dict) -> dict | None:
-    """osd.0's device use from `ceph osd df -f json`: {utilization (fraction), kb, kb_avail}."""
-    for node in osd_df.get("nodes", []):
-        if node.get("id") == 0:
-            return {"utilization": round(node.get("utilization", 0.0) / 100, 4), "kb": node.get("kb"),
-                    "kb_avail": node.get("kb_avail")}
-    return None
+def device_use(node: dict) -> dict:
+    """One OSD's device use from its entry in `ceph osd df -f json`'s nodes:
+    {utilization (fraction), kb, kb_avail}."""
+    return {"utilization": round(node.get("utilization", 0.0) / 100, 4), "kb": node.get("kb"),
+            "kb_avail": node.get("kb_avail")}
 
 
 def device_from_counters(dump: dict, device_bytes: int) -> dict:
@@ -82,6 +80,6 @@ def collect_external(before: dict, after: dict) -> dict:
     debug = {}
     for i, diff in sorted(after["diffs"].items()):
         debug.update({f"{name} (osd.{i})": v for name, v in debug_levels(diff).items()})
-    devices = [device_use({"nodes": [{**n, "id": 0}]}) for n in (after.get("df") or {}).get("nodes", [])]
+    devices = [device_use(n) for n in (after.get("df") or {}).get("nodes", [])]
     fullest = max(devices, key=lambda d: d["utilization"], default=None)
     return {"bluestore": totals, "debug": debug, "device": fullest, "threads": None}

@@ -143,10 +143,16 @@ def run_profile(cluster: Cluster) -> dict:
         return counted_window(cluster, b["seconds"], mode, extra)
     pid = cluster.osd_pid()
     perf_out = cluster.state / "perf.csv" if cluster.spec.perf else None
+    # the counter dumps are taken outside the CPU window: the OSD's work to
+    # format them is not the benchmark's
+    dump0 = perf_dump(cluster)
     cpu0 = sum(map(cpu_seconds, cluster.osd_pids()))
-    threads0, dump0, t0 = thread_cpu(pid), perf_dump(cluster), time.monotonic()
+    threads0, t0 = thread_cpu(pid), time.monotonic()
     rec = rados_bench(cluster, b["seconds"], mode, extra, perf_out)
-    threads, dump1 = thread_report(threads0, thread_cpu(pid), time.monotonic() - t0), perf_dump(cluster)
+    threads = thread_report(threads0, thread_cpu(pid), time.monotonic() - t0)
+    # every OSD's CPU: with several, a write's replicas cost CPU in the others
+    cpu, ops = sum(map(cpu_seconds, cluster.osd_pids())) - cpu0, rec.get("ops") or 0
+    dump1 = perf_dump(cluster)
     if cluster.spec.threads:
         rec["threads"] = threads
         rec["queues"] = queue_report(dump0, dump1)
@@ -155,8 +161,6 @@ def run_profile(cluster: Cluster) -> dict:
     device = diagnostics.device_from_counters(dump1, int(cluster.spec.device_gib * (1 << 30)))
     rec["diagnostics"] = diagnostics.collect(dump0, dump1, json.loads(admin(cluster, "config", "diff")), device,
                                              threads)
-    # every OSD's CPU: with several, a write's replicas cost CPU in the others
-    cpu, ops = sum(map(cpu_seconds, cluster.osd_pids())) - cpu0, rec.get("ops") or 0
     rec.update(osd_cpu_seconds=round(cpu, 3), osd_cpu_us_per_op=round(cpu / ops * 1e6, 3) if ops else None,
                osd_peak_rss_mib=round((peak_rss_kib(pid) or 0) / 1024, 1))
     if perf_out:

@@ -23,13 +23,12 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, hash_inputs, load_pins, log, main_wrapper, pinned_file, run
-from cephperf.build.buildlog import run_logged
+from cephperf.build.buildlog import build_in_root
 from cephperf.build.roots import Root
 from cephperf.stage import produce
 from cephperf.stages.source import assembled
@@ -90,15 +89,9 @@ def dpkg_buildpackage(root: Root, kind: str, src: Path, work: Path, build_env: d
     with open(log_path, "a") as logf:
         logf.write(f"\n===== {time.strftime('%Y-%m-%d %H:%M:%S')} ci/build-debs --profile {kind} {build_env}\n")
         logf.flush()
-        # stdbuf keeps make's progress lines flowing through the pipe as they are printed
-        rc, tail = run_logged(lambda pipe: root.run(["stdbuf", "-oL", "-eL", "bash", str(BUILD)], stdout=pipe,
-                                                    env={"TREE": str(src), "ARGS": " ".join(args), **build_env}),
-                              logf)
-    if rc != 0:
-        print("\n".join(tail), file=sys.stderr)
-        raise StageError(f"dpkg-buildpackage failed (exit {rc}); the last lines of {log_path} are above. "
-                         f"Re-run ci/build-debs{' --source-only' if kind == 'source' else ' --profile ' + kind} "
-                         "to resume.", EXIT_ERROR)
+        build_in_root(root, BUILD, {"TREE": str(src), "ARGS": " ".join(args), **build_env}, logf, "build-debs",
+                      f"dpkg-buildpackage failed; the whole log is {log_path}. Re-run ci/build-debs"
+                      f"{' --source-only' if kind == 'source' else ' --profile ' + kind} to resume", EXIT_ERROR)
 
 
 def build(tree: Path, tree_key: str, kind: str, build_env: dict, new: Path) -> dict:

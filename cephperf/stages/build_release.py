@@ -25,13 +25,12 @@ development loop.
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 from cephperf import paths
 from cephperf.build import blhc
-from cephperf.build.buildlog import run_logged
+from cephperf.build.buildlog import build_in_root
 from cephperf.build.roots import Root
 from cephperf.common import EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_toml, log, main_wrapper, write_atomic
 from cephperf.stage import produce
@@ -53,18 +52,12 @@ def default_dsc() -> Path:
 
 def clean_build(root: Root, dsc: Path, kind: str, build_env: dict, new: Path) -> None:
     """dpkg-buildpackage from the .dsc in a throwaway overlay; results and build.log into `new`."""
-    args = dpkg_args(kind, build_env)[1:]  # the script gives -b
+    args = dpkg_args(kind, build_env)  # -b: binaries; the .changes gets the source after
     log(f"clean build of {dsc.name}: dpkg-buildpackage {' '.join(args)}, "
         f"DEB_BUILD_OPTIONS=\"{build_env['DEB_BUILD_OPTIONS']}\"; whole log: {new / 'build.log'}")
     with open(new / "build.log", "w") as logf:
-        rc, tail = run_logged(lambda pipe: root.run(["stdbuf", "-oL", "-eL", "bash", str(BUILD)], stdout=pipe,
-                                                    binds=[dsc.parent, new],
-                                                    env={"DSC": str(dsc), "OUT": str(new), "ARGS": " ".join(args),
-                                                         **build_env}), logf, label="build-release")
-    if rc != 0:
-        print("\n".join(tail), file=sys.stderr)
-        raise StageError(f"the clean build of {dsc.name} failed (exit {rc}); the last lines of its log are above",
-                         EXIT_FAIL)
+        build_in_root(root, BUILD, {"DSC": str(dsc), "OUT": str(new), "ARGS": " ".join(args), **build_env}, logf,
+                      "build-release", f"the clean build of {dsc.name} failed", EXIT_FAIL, binds=[dsc.parent, new])
 
 
 def check_log(new: Path) -> dict:

@@ -19,17 +19,12 @@ Writes DIR/result.json (default build/reports/check-debian).
 """
 import argparse
 import json
-import subprocess
 from pathlib import Path
 
 from cephperf import paths
 from cephperf.build.archive import PrivateApt
-from cephperf.common import StageError, EXIT_ERROR, EXIT_FAIL, load_pins, log, main_wrapper, write_atomic
-
-
-def version_newer(a: str, b: str) -> bool:
-    """dpkg's own ordering: is version a newer than b?"""
-    return subprocess.run(["dpkg", "--compare-versions", a, "gt", b]).returncode == 0
+from cephperf.common import (StageError, EXIT_ERROR, EXIT_FAIL, load_pins, log, main_wrapper, newest_first,
+                             version_newer, write_atomic)
 
 
 def debian_versions(apt: PrivateApt, package: str) -> list[dict]:
@@ -42,12 +37,9 @@ def debian_versions(apt: PrivateApt, package: str) -> list[dict]:
     return out
 
 
-def newest(versions: list[dict]) -> dict | None:
-    best = None
-    for v in versions:
-        if best is None or version_newer(v["version"], best["version"]):
-            best = v
-    return best
+def newest(versions: list[dict]) -> dict:
+    top = newest_first(v["version"] for v in versions)[0]
+    return next(v for v in versions if v["version"] == top)
 
 
 def rebase_steps(pins: dict, theirs: dict) -> str:

@@ -29,7 +29,6 @@ apt-line.txt holds the line clients use:
   deb [signed-by=OUT/ceph-perf.gpg] file:OUT trixie main
 """
 import argparse
-import functools
 import json
 import os
 import re
@@ -40,7 +39,7 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import (StageError, EXIT_ERROR, EXIT_FAIL, hash_inputs, locked, log, main_wrapper, read_stamp,
-                             rmtree, run, write_atomic, write_stamp)
+                             newest_first, rmtree, run, write_atomic, write_stamp)
 
 THROWAWAY_UID = "ceph-perf throwaway test key <ceph-perf-test@invalid>"
 REPO_NAME = "ceph-perf"
@@ -140,19 +139,13 @@ def add(aptly: Aptly, inputs: Path) -> list[str]:
     return [f.name for f in files]
 
 
-def newer_first(a: str, b: str) -> int:
-    if a == b:
-        return 0
-    return -1 if subprocess.run(["dpkg", "--compare-versions", a, "gt", b]).returncode == 0 else 1
-
-
 def beyond_history(packages: list[tuple[str, str]], keep: int) -> list[tuple[str, str]]:
     """(name, version) of the packages older than each name's newest `keep` versions."""
     by_name: dict[str, set] = {}
     for name, version in packages:
         by_name.setdefault(name, set()).add(version)
     return [(name, v) for name, versions in sorted(by_name.items())
-            for v in sorted(versions, key=functools.cmp_to_key(newer_first))[keep:]]
+            for v in newest_first(versions)[keep:]]
 
 
 def publish(aptly: Aptly, key: str, origin: str) -> None:

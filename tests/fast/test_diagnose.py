@@ -58,8 +58,8 @@ class DiagnoseTest(unittest.TestCase):
         self.assertEqual(gather_level("20"), 20)
 
     def test_a_near_full_device_and_deferred_backlog_and_a_hot_thread(self):
-        df = {"nodes": [{"id": 0, "utilization": 91.5, "kb": 16 << 20, "kb_avail": 1 << 20}]}
-        rec = record(device=device_use(df),
+        node = {"id": 0, "utilization": 91.5, "kb": 16 << 20, "kb_avail": 1 << 20}
+        rec = record(device=device_use(node),
                      bluestore={"issued_deferred_writes": 900, "submitted_deferred_writes": 200},
                      threads={"busiest": [{"tid": 9, "name": "bstore_kv_sync", "cpu_percent": 97.3}]})
         self.assertEqual(names(rec), ["saturated_thread", "device", "deferred_writes"])

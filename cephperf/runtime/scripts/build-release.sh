@@ -16,7 +16,7 @@ dpkg-source -x "$(basename "$DSC")" src
 cd src
 ccache --max-size=20G >/dev/null
 ccache --zero-stats >/dev/null
-nice -n 10 dpkg-buildpackage -us -uc -b $ARGS
+nice -n 10 dpkg-buildpackage -us -uc $ARGS
 # the .changes of the release: the unchanged source package, the .buildinfo
 # and the binaries (a binary build's .changes lists no source)
 changes=$(ls ../*.changes)
