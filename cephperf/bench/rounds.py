@@ -4,6 +4,7 @@ from __future__ import annotations
 import configparser
 import os
 import re
+import tempfile
 import time
 from pathlib import Path
 
@@ -127,6 +128,7 @@ def run_node(command: str, spec: NodeSpec, binds: list[str]) -> dict:
 
 
 def runs_dir() -> Path:
-    d = paths.runs_root() / time.strftime("%Y%m%dT%H%M%S")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    """A new directory for one run's rounds: two gates may start in the same
+    second (bench/acceptance --lanes 2)."""
+    paths.runs_root().mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%dT%H%M%S-"), dir=paths.runs_root()))

@@ -13,8 +13,11 @@ rounds can see: give --mode counted or both, passed on to the gate).
 --regress-runs N sets the number of --regress-conf runs apart. The kinds
 take turns. The summary states the A/A false-fail rate, each regression's
 detection rate, the time per run, and how steady the instruction-counted
-rounds were (every round within 1% of its side's median). After each run it checks that nothing was left behind: none of
-the bench's daemons or rados processes, no mount of a root run.
+rounds were (every round within 1% of its side's median). After each run it
+checks that nothing was left behind: none of the bench's daemons or rados
+processes, no mount of a root run. --lanes 2 (counted mode only) runs two
+gates side by side, each one's output in NAME.log, and checks for leftovers
+once both have ended.
 Writes summary.json and summary.md in --out (default build/reports/acceptance),
 each gate's report under it. summary.json is rewritten after every run, so an
 interrupted acceptance resumes at the first run it has no result for (same
@@ -26,6 +29,8 @@ import argparse
 import json
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 
 from cephperf import paths
@@ -43,9 +48,13 @@ def leftovers() -> list[str]:
     return [f"process {p}" for p in our_daemons()] + [f"mount {m}" for m in run_mounts()]
 
 
-def gate(program: Path, name: str, args: list[str], out: Path) -> dict:
+def gate(program: Path, name: str, args: list[str], out: Path, console: bool) -> dict:
+    """One gate run; its output goes to the console, or with other runs beside
+    it to NAME.log next to its report."""
     t0 = time.monotonic()
-    rc = subprocess.run([str(program), *args, "--out", str(out / name)]).returncode
+    with nullcontext() if console else open(out / f"{name}.log", "w") as sink:
+        rc = subprocess.run([str(program), *args, "--out", str(out / name)],
+                            stdout=sink, stderr=None if console else subprocess.STDOUT).returncode
     seconds = round(time.monotonic() - t0)
     report = out / name / "report.json"
     ratios = {}
@@ -54,7 +63,22 @@ def gate(program: Path, name: str, args: list[str], out: Path) -> dict:
             if r.get("ci"):
                 ratios[r["metric"]] = {"ratio": round(r["ratio"], 4), "ci": [round(x, 4) for x in r["ci"]],
                                        "spread": max((r.get("spread") or {}).values(), default=None)}
-    return {"name": name, "exit": rc, "seconds": seconds, "ratios": ratios, "leftovers": leftovers()}
+    return {"name": name, "exit": rc, "seconds": seconds, "ratios": ratios}
+
+
+def run_batch(program: Path, batch: list[tuple[str, int, list[str]]], out: Path) -> list[dict]:
+    """The gates of one batch side by side; what they left behind is looked
+    for once all have ended, when none of the bench's processes may remain."""
+    for name, expected, _ in batch:
+        log(f"{name}: expecting exit {expected}")
+        rmtree(out / name)  # a run interrupted part-way is run again whole
+    with ThreadPoolExecutor(max_workers=len(batch)) as pool:
+        runs = list(pool.map(lambda run: gate(program, run[0], run[2], out, len(batch) == 1), batch))
+    left = leftovers()
+    for r, (_, expected, _) in zip(runs, batch):
+        r.update(leftovers=left, expected=expected, side_by_side=len(batch),
+                 ok=r["exit"] == expected and r["seconds"] <= TIME_LIMIT_SECONDS and not left)
+    return runs
 
 
 def render(runs: list[dict]) -> str:
@@ -120,6 +144,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--small-conf", type=Path, help="a small known regression, on the baseline side "
                                                    "(e.g. bench/conf/op-tracker-off.conf)")
     p.add_argument("--mode", choices=["native", "counted", "both"], help="passed on to the gate")
+    p.add_argument("--lanes", type=int, default=1, choices=range(1, 9), metavar="N",
+                   help="gates run side by side (--mode counted only): valgrind runs all of a callgrind'ed "
+                        "OSD's threads on one core, so a 2-core machine holds two (default 1)")
     p.add_argument("--out", type=Path, default=paths.reports("acceptance"))
     p.add_argument("--gate", type=Path, default=paths.BENCH / "gate",
                    help="the gate program (tests put a stand-in here)")
@@ -131,6 +158,9 @@ def execute():
     args = parser().parse_args()
     for conf in (args.regress_conf, args.small_conf):
         read_conf_file(conf)  # a missing or malformed one is named now, not after the A/A runs
+    if args.lanes > 1 and args.mode != "counted":
+        raise StageError(f"--lanes {args.lanes} is for --mode counted only: native rounds time the machine, "
+                         "and a second gate beside them would share it", EXIT_ERROR)
     if not args.gate.is_file():
         raise StageError(f"{args.gate}: no such gate program", EXIT_ERROR)
     # Daemons live only as long as the run that holds their namespaces, so any
@@ -153,17 +183,10 @@ def execute():
     if not done:
         rmtree(args.out)
     args.out.mkdir(parents=True, exist_ok=True)
-    runs = []
-    for name, expected, gate_args in plan(args):
-        if name in done:
-            runs.append(done[name])
-            continue
-        log(f"{name}: expecting exit {expected}")
-        rmtree(args.out / name)  # a run interrupted part-way is run again whole
-        r = gate(args.gate, name, gate_args, args.out)
-        r.update(expected=expected, ok=r["exit"] == expected and r["seconds"] <= TIME_LIMIT_SECONDS
-                 and not r["leftovers"])
-        runs.append(r)
+    runs = [done[name] for name, _, _ in plan(args) if name in done]
+    todo = [run for run in plan(args) if run[0] not in done]
+    for i in range(0, len(todo), args.lanes):
+        runs += run_batch(args.gate, todo[i:i + args.lanes], args.out)
         write_atomic(args.out / "summary.json", json.dumps({"schema": 1, "plan": identity, "runs": runs}, indent=2) + "\n")
         write_atomic(args.out / "summary.md", render(runs))
     print(render(runs))

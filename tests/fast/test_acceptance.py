@@ -96,6 +96,22 @@ class AcceptanceTest(unittest.TestCase):
         self.assertEqual(self.calls(), [])
         self.assertFalse((self.out / "summary.json").exists())
 
+    def test_two_lanes_run_counted_gates_side_by_side(self):
+        r = self.acceptance("honest", 0, "--lanes", "2", "--mode", "counted")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(self.calls()), ["aa-1", "aa-2", "ab-1", "ab-2"])
+        runs = self.summary()["runs"]
+        self.assertEqual([x["name"] for x in runs], ["aa-1", "ab-1", "aa-2", "ab-2"])
+        self.assertEqual({x["side_by_side"] for x in runs}, {2})
+        # each gate's output in its own log, not interleaved on the console
+        self.assertTrue(all((self.out / f"{x['name']}.log").exists() for x in runs))
+
+    def test_lanes_refused_for_wall_clock_rounds(self):
+        r = self.acceptance("honest", 0, "--lanes", "2", "--mode", "both")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("--lanes 2 is for --mode counted only", r.stderr)
+        self.assertEqual(self.calls(), [])
+
     def test_fresh_starts_over(self):
         self.assertEqual(self.acceptance("honest").returncode, 0)
         r = self.acceptance("honest", 0, "--fresh")
