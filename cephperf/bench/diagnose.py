@@ -63,12 +63,16 @@ def full_device(rec: dict, diag: dict, rule: dict) -> str | None:
 
 
 def deferred_backlog(rec: dict, diag: dict, rule: dict) -> str | None:
+    # in bytes: BlueStore counts an issued deferred write per 4 KiB chunk and a
+    # submitted one per merged device write (a misaligned 4 KiB write issues
+    # two chunks and submits one write), so the counts differ with no backlog
     bs = diag.get("bluestore", {})
-    issued, submitted = bs.get("issued_deferred_writes", 0), bs.get("submitted_deferred_writes", 0)
+    issued, submitted = bs.get("issued_deferred_write_bytes", 0), bs.get("submitted_deferred_write_bytes", 0)
     backlog = issued - submitted
-    if backlog >= rule["min_count"] and backlog > rule["backlog_share"] * issued:
-        return (f"deferred writes piling up: {issued:,} issued, {submitted:,} submitted to the device over the window "
-                f"({backlog:,} waiting): the device does not keep up with small writes")
+    if backlog >= rule["min_bytes"] and backlog > rule["backlog_share"] * issued:
+        return (f"deferred writes piling up: {issued / 2**20:,.1f} MiB issued, {submitted / 2**20:,.1f} MiB submitted "
+                f"to the device over the window ({backlog / 2**20:,.1f} MiB waiting): the device does not keep up "
+                "with small writes")
     return None
 
 

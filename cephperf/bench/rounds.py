@@ -21,6 +21,7 @@ def load_profile(name: str, variant: str) -> dict:
         known = sorted(p.stem for p in paths.PROFILES.glob("*.toml") if p.stem != "variants")
         raise StageError(f"{path}: no such profile; known: {', '.join(known)}", EXIT_ERROR)
     prof = load_toml(path)
+    check_bench(path, prof)
     variants = load_toml(paths.PROFILES / "variants.toml")
     if variant not in variants:
         raise StageError(f"no variant {variant!r} in bench/profiles/variants.toml; known: {', '.join(variants)}", EXIT_ERROR)
@@ -35,6 +36,31 @@ def load_profile(name: str, variant: str) -> dict:
     prof["io_mock"] = bool(var.get("io_mock"))
     prof["osds"] = int(var.get("osds", 1))
     return prof
+
+
+# What a profile's [bench] table must name, by the client it runs
+# (rados bench, or fio's rbd engine against an image: cephperf/runtime/fio_rbd.py).
+BENCH_KEYS = {"rados": ("mode", "block_size", "threads", "seconds"),
+              "fio-rbd": ("rw", "block_size", "iodepth", "seconds", "image_gib")}
+FIO_RW = ("randwrite", "randread", "write", "read")
+
+
+def check_bench(path: Path, prof: dict) -> None:
+    bench = prof.get("bench")
+    if not isinstance(bench, dict):
+        raise StageError(f"{path}: no [bench] table", EXIT_ERROR)
+    tool = bench.setdefault("tool", "rados")
+    if tool not in BENCH_KEYS:
+        raise StageError(f"{path}: [bench] tool = {tool!r}; known: {', '.join(BENCH_KEYS)}", EXIT_ERROR)
+    missing = [k for k in BENCH_KEYS[tool] if k not in bench]
+    if missing:
+        raise StageError(f"{path}: [bench] lacks {', '.join(missing)} (a {tool} profile names "
+                         f"{', '.join(BENCH_KEYS[tool])})", EXIT_ERROR)
+    if tool == "fio-rbd":
+        if bench["rw"] not in FIO_RW:
+            raise StageError(f"{path}: [bench] rw = {bench['rw']!r}; one of {', '.join(FIO_RW)}", EXIT_ERROR)
+        # what the variants' writes_only check reads
+        bench["mode"] = "write" if bench["rw"].endswith("write") else "read"
 
 
 def read_conf_file(path: Path | None) -> dict:
@@ -102,7 +128,8 @@ def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int
     by_ops = counted and "ops" in prof["counted"] and bench["mode"] == "write"
     if counted:
         bench["seconds"] = COUNTED_CAP_SECONDS if by_ops else prof["counted"]["seconds"]
-        bench["threads"] = prof["counted"].get("threads", bench["threads"])
+        # the client's concurrency in counted rounds ([counted] threads or iodepth)
+        bench.update({k: prof["counted"][k] for k in ("threads", "iodepth") if k in prof["counted"]})
     if seconds:
         bench["seconds"] = seconds
     if "prefill_seconds" in bench and (seconds or counted):

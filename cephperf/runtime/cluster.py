@@ -156,7 +156,9 @@ class Cluster:
     def make_pool(self):
         self.ceph("osd", "pool", "create", "bench", "32", "32", "replicated")
         self.ceph("osd", "pool", "set", "bench", "size", str(self.spec.osds), "--yes-i-really-mean-it")
-        self.ceph("osd", "pool", "application", "enable", "bench", "rados")
+        # an RBD image's pool is an rbd pool, as `rbd pool init` makes it
+        app = "rbd" if self.spec.bench.get("tool") == "fio-rbd" else "rados"
+        self.ceph("osd", "pool", "application", "enable", "bench", app)
         # A write blocks until the pool's PG is active: the wait is the write itself.
         try:
             sh("rados", "-c", self.conf, "-p", "bench", "put", "ceph-perf-probe", self.conf, timeout=180)

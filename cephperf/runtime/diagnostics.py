@@ -11,8 +11,9 @@ import json
 # unaligned overwrites, small and big writes, padding, deferred writes issued
 # and submitted, onode cache hits and misses, transactions.
 BLUESTORE = ("write_penalty_read_ops", "write_small", "write_small_pre_read", "write_small_unused", "write_pad_bytes",
-             "write_big", "write_new", "issued_deferred_writes", "submitted_deferred_writes", "onode_hits",
-             "onode_misses", "txc_count")
+             "write_big", "write_new", "issued_deferred_writes", "submitted_deferred_writes",
+             "issued_deferred_write_bytes", "submitted_deferred_write_bytes", "onode_hits", "onode_misses",
+             "txc_count")
 
 
 def bluestore_counters(dump: dict) -> dict:

@@ -1,7 +1,7 @@
-"""Measurement inside the runtime root: the rados bench driver, /proc readers,
-perf counters from the admin socket, perf stat.
+"""Measurement inside the runtime root: the rados bench driver, a native
+window (what the OSD used over a benchmark) and an instruction-counted one.
 
-The benchmark never hangs: rados bench is watched line by line; a dead OSD,
+The benchmark never hangs: its client is watched line by line; a dead OSD,
 or no completed op for `stall_seconds`, stops it and names the cause (OSD
 aborted, OSD full) with the OSD log's last lines.
 """
@@ -18,34 +18,10 @@ import time
 from pathlib import Path
 
 from . import diagnostics, instrument
+from .osd_stats import cpu_seconds, peak_rss_kib, perf_counts, queue_report, thread_cpu, thread_report
 from .cluster import Cluster
 from .shell import log, sh
 from .record import NodeError
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
-
-
-def thread_cpu(pid: int) -> dict:
-    """CPU seconds of each thread, by thread id: (name, seconds)."""
-    out = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            comm, rest = task.joinpath("stat").read_text().rsplit(")", 1)
-        except FileNotFoundError:  # the thread ended meanwhile
-            continue
-        f = rest.split()
-        out[task.name] = (comm.split("(", 1)[1], (int(f[11]) + int(f[12])) / CLK_TCK)
-    return out
-
-
-def peak_rss_kib(pid: int) -> int | None:
-    m = re.search(r"VmHWM:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())
-    return int(m.group(1)) if m else None
 
 
 def admin(cluster: Cluster, *args) -> str:
@@ -68,11 +44,17 @@ class BenchWatch:
     def read(self, proc, echo):
         for line in proc.stdout:
             self.lines.append(line.rstrip("\n"))
-            m = re.match(r"\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s", line)
-            if m and int(m.group(4)) > self.finished:
-                self.finished, self.progress_at = int(m.group(4)), time.monotonic()
+            if self.progressed(line):
+                self.progress_at = time.monotonic()
             if echo:
                 print(line, end="", file=sys.stderr, flush=True)
+
+    def progressed(self, line: str) -> bool:
+        m = re.match(r"\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s", line)
+        if m and int(m.group(4)) > self.finished:
+            self.finished = int(m.group(4))
+            return True
+        return False
 
 
 def problem_with(cluster: Cluster, watch: BenchWatch, deadline: float, seconds: int) -> str | None:
@@ -85,7 +67,7 @@ def problem_with(cluster: Cluster, watch: BenchWatch, deadline: float, seconds: 
         full = "OSD full (the osdmap carries the full flag); " if cluster.osdmap_full() else ""
         return f"no progress for {stall} s: {full}{cluster.cause()}"
     if time.monotonic() > deadline:
-        return f"rados bench ran past its {seconds} s plus 120 s margin"
+        return f"it ran past its {seconds} s plus 120 s margin"
     return None
 
 
@@ -104,8 +86,16 @@ def rados_bench(cluster: Cluster, seconds, mode, extra, perf_out=None, pid: int 
     if perf_out:
         cmd = ["perf", "stat", "-e", "cycles,instructions", "-x", ",", "-o", str(perf_out),
                "-p", str(cluster.osd_pid()), "--", *cmd]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    watch = BenchWatch(proc, cluster.spec.progress)
+    return parse_summary(watched(cluster, cmd, seconds, BenchWatch, "rados bench"))
+
+
+def watched(cluster: Cluster, cmd: list, seconds, watch_class, name: str, env: dict | None = None) -> list[str]:
+    """Run a benchmark client, its output read by watch_class; its output
+    lines. Stopped, with the cause named, when an OSD dies, when no op
+    completes for stall_seconds, or 120 s past its time."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env=env)
+    watch = watch_class(proc, cluster.spec.progress)
     deadline = time.monotonic() + seconds + 120
     while proc.poll() is None:
         watch.thread.join(timeout=1.0)  # wakes on output end or once a second to check the daemons
@@ -113,11 +103,11 @@ def rados_bench(cluster: Cluster, seconds, mode, extra, perf_out=None, pid: int 
         if problem:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            raise NodeError(problem)
+            raise NodeError(f"{name}: {problem}")
     watch.thread.join(timeout=10)
     if proc.returncode != 0:
-        raise NodeError(f"rados bench failed (exit {proc.returncode}): " + " | ".join(watch.lines[-8:]))
-    return parse_summary(watch.lines)
+        raise NodeError(f"{name} failed (exit {proc.returncode}): " + " | ".join(watch.lines[-8:]))
+    return watch.lines
 
 
 def run_profile(cluster: Cluster) -> dict:
@@ -141,14 +131,23 @@ def run_profile(cluster: Cluster) -> dict:
         return rec
     if cluster.spec.instrument == "callgrind":
         return counted_window(cluster, b["seconds"], mode, extra)
+    return measured(cluster, lambda: rados_bench(cluster, b["seconds"], mode, extra, perf_output(cluster)), mode)
+
+
+def perf_output(cluster: Cluster) -> Path | None:
+    return cluster.state / "perf.csv" if cluster.spec.perf else None
+
+
+def measured(cluster: Cluster, bench, mode: str) -> dict:
+    """bench() (a client run against the cluster; its record) with the OSDs'
+    CPU, RSS, counters, the busiest threads and the diagnostics over it."""
     pid = cluster.osd_pid()
-    perf_out = cluster.state / "perf.csv" if cluster.spec.perf else None
     # the counter dumps are taken outside the CPU window: the OSD's work to
     # format them is not the benchmark's
     dump0 = perf_dump(cluster)
     cpu0 = sum(map(cpu_seconds, cluster.osd_pids()))
     threads0, t0 = thread_cpu(pid), time.monotonic()
-    rec = rados_bench(cluster, b["seconds"], mode, extra, perf_out)
+    rec = bench()
     threads = thread_report(threads0, thread_cpu(pid), time.monotonic() - t0)
     # every OSD's CPU: with several, a write's replicas cost CPU in the others
     cpu, ops = sum(map(cpu_seconds, cluster.osd_pids())) - cpu0, rec.get("ops") or 0
@@ -163,8 +162,8 @@ def run_profile(cluster: Cluster) -> dict:
                                              threads)
     rec.update(osd_cpu_seconds=round(cpu, 3), osd_cpu_us_per_op=round(cpu / ops * 1e6, 3) if ops else None,
                osd_peak_rss_mib=round((peak_rss_kib(pid) or 0) / 1024, 1))
-    if perf_out:
-        rec.update(perf_counts(perf_out, ops))
+    if perf_output(cluster):
+        rec.update(perf_counts(perf_output(cluster), ops))
     cluster.check_alive()
     return rec
 
@@ -182,76 +181,36 @@ def with_max_objects(extra: list, n: int) -> list:
 
 
 def counted_window(cluster: Cluster, seconds: int, mode: str, extra: list) -> dict:
-    """A warm-up of the same workload uninstrumented, then the window with
-    callgrind's instrumentation on; instructions per op over the window."""
+    """rados bench's warm-up uninstrumented, then its window counted."""
     spec = cluster.spec
     if spec.window_ops:
         # counted in ops: the same objects under the same names every round,
         # so every round's memtable sees the same keys in the same order
-        if spec.warmup_ops:
+        def warmup():
             log(f"warm-up, uninstrumented: {spec.warmup_ops} ops")
             rados_bench(cluster, seconds, mode, with_max_objects(extra, spec.warmup_ops), pid=1)
-        pid = cluster.osd_pid()
-        instrument.switch_on(pid)
-        rec = rados_bench(cluster, seconds, mode, with_max_objects(extra, spec.window_ops), pid=2)
-    else:
-        if spec.warmup_seconds:
-            log(f"warm-up, uninstrumented: {spec.warmup_seconds} s")
-            rados_bench(cluster, spec.warmup_seconds, mode, extra)
-        pid = cluster.osd_pid()
-        instrument.switch_on(pid)
-        rec = rados_bench(cluster, seconds, mode, extra)
+        return counted(cluster, warmup if spec.warmup_ops else None,
+                       lambda: rados_bench(cluster, seconds, mode, with_max_objects(extra, spec.window_ops), pid=2))
+
+    def warmup_for_seconds():
+        log(f"warm-up, uninstrumented: {spec.warmup_seconds} s")
+        rados_bench(cluster, spec.warmup_seconds, mode, extra)
+    return counted(cluster, warmup_for_seconds if spec.warmup_seconds else None,
+                   lambda: rados_bench(cluster, seconds, mode, extra))
+
+
+def counted(cluster: Cluster, warmup, window) -> dict:
+    """warmup() of the workload uninstrumented, then window() with callgrind's
+    instrumentation on; its record with the instructions per op over it."""
+    if warmup:
+        warmup()
+    pid = cluster.osd_pid()
+    instrument.switch_on(pid)
+    rec = window()
     dump_file = instrument.dump(pid, cluster.callgrind_out)
     rec.update(instrument.measure(dump_file, int(rec.get("ops") or 0)))
     cluster.check_alive()
     return rec
-
-
-def thread_report(before, after, seconds):
-    """Per-thread CPU share over the benchmark, busiest first, and totals by thread name."""
-    threads = []
-    for tid, (name, cpu) in after.items():
-        used = cpu - before.get(tid, (name, 0.0))[1]
-        threads.append({"tid": int(tid), "name": name, "cpu_seconds": round(used, 2),
-                        "cpu_percent": round(100 * used / seconds, 1)})
-    threads.sort(key=lambda t: -t["cpu_seconds"])
-    by_name = {}
-    for t in threads:
-        g = by_name.setdefault(t["name"], {"threads": 0, "cpu_percent": 0.0, "busiest_thread_percent": 0.0})
-        g["threads"] += 1
-        g["cpu_percent"] = round(g["cpu_percent"] + t["cpu_percent"], 1)
-        g["busiest_thread_percent"] = max(g["busiest_thread_percent"], t["cpu_percent"])
-    return {"seconds": round(seconds, 1), "busiest": threads[:12], "by_name": by_name}
-
-
-QUEUE_COUNTERS = ("kv_sync_lat", "kv_flush_lat", "kv_commit_lat", "kv_final_lat", "state_kv_queued_lat",
-                  "state_kv_committing_lat", "state_finishing_lat", "state_aio_wait_lat", "state_done_lat",
-                  "commit_lat")
-
-
-def counter_delta(before: dict, after: dict, sec: str, key: str):
-    """A counter's change: {count, avg_ms} for a latency (avgcount/sum), else its value now."""
-    a, b = after.get(sec, {}).get(key), before.get(sec, {}).get(key)
-    if isinstance(a, dict) and "avgcount" in a:
-        n = a["avgcount"] - (b or {}).get("avgcount", 0)
-        total = a["sum"] - (b or {}).get("sum", 0)
-        return {"count": n, "avg_ms": round(1000 * total / n, 3) if n else None}
-    return a
-
-
-def queue_report(before, after):
-    """The completion path's counters over the benchmark: every finisher's queue
-    and completion latency, and BlueStore's kv sync/final stages and aio wait."""
-    out = {}
-    for sec in after:
-        if sec.startswith("finisher-"):
-            out[sec] = {"queue_len_now": after[sec].get("queue_len"),
-                        "complete_latency": counter_delta(before, after, sec, "complete_latency")}
-    for key in QUEUE_COUNTERS:
-        v = counter_delta(before, after, "bluestore", key)
-        if v is not None:
-            out[f"bluestore.{key}"] = v
-    return out
 
 
 SUMMARY_KEYS = {
@@ -275,28 +234,3 @@ def parse_summary(lines):
     if "iops" not in out:
         raise NodeError("rados bench printed no summary: " + " | ".join(lines[-8:]))
     return out
-
-
-def perf_counts(path, ops):
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return {"perf": "no output"}
-    vals = {}
-    for line in text.splitlines():
-        parts = line.split(",")
-        if len(parts) > 2 and parts[2] in ("cycles", "instructions", "cycles:u", "instructions:u"):
-            vals[parts[2].split(":")[0]] = parts[0]
-    if not vals or any(v.startswith("<not") for v in vals.values()):
-        return {"perf": "cycles not supported on this machine"}
-    c = float(vals["cycles"])
-    return {"perf": "ok", "osd_cycles_per_op": round(c / ops) if ops else None}
-
-
-def perf_supported():
-    try:
-        r = subprocess.run(["perf", "stat", "-e", "cycles", "-x", ",", "--", "true"],
-                           capture_output=True, text=True, timeout=30)
-    except (FileNotFoundError, subprocess.TimeoutExpired):
-        return False
-    return r.returncode == 0 and "<not supported>" not in r.stderr and "<not counted>" not in r.stderr

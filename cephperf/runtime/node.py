@@ -11,10 +11,12 @@ import signal
 import sys
 from pathlib import Path
 
+from . import fio_rbd
 from .checks import choose_io_mock, install_packages, installed_version
 from .cluster import Cluster
 from .shell import sh
-from .measure import perf_supported, run_profile
+from .measure import run_profile
+from .osd_stats import perf_supported
 from .record import recorded
 from .spec import NodeSpec
 
@@ -33,7 +35,8 @@ def round_(command: str, spec: NodeSpec, cluster: Cluster, result: dict) -> None
         (Path(spec.state_dir) / "up").write_text(json.dumps({"conf": str(cluster.conf)}))
         signal.pause()
         return
-    result.update(run_profile(cluster))
+    bench = fio_rbd.run_profile if spec.bench.get("tool") == "fio-rbd" else run_profile
+    result.update(bench(cluster))
     result.setdefault("perf", "perf stat not requested")
 
 

@@ -13,7 +13,9 @@ from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
 from cephperf.runtime.cluster import cause
 from cephperf.runtime.instrument import estimated_cycles, function_name, parse_annotation, totals
-from cephperf.runtime.measure import counter_delta, parse_summary, queue_report, thread_report, with_max_objects
+from cephperf.runtime.fio_rbd import FioWatch, job_args, parse_fio
+from cephperf.runtime.measure import parse_summary, with_max_objects
+from cephperf.runtime.osd_stats import counter_delta, queue_report, thread_report
 from cephperf.runtime.record import NodeError
 from cephperf.runtime.spec import NodeSpec
 
@@ -89,6 +91,28 @@ class RoundSpecTest(unittest.TestCase):
         self.assertEqual((spec.window_ops, spec.warmup_seconds, spec.bench["seconds"]), (0, 10, 40))
         native = round_spec(Path("/state"), load_profile("4k-write", "defaults"), {}, {}, None, 20, False)
         self.assertEqual((native.window_ops, native.bench["threads"]), (0, 16))
+
+    def test_rbd_profiles_run_fio_and_count_at_depth_one(self):
+        prof = load_profile("rbd-4k-randwrite-misaligned", "defaults")
+        self.assertEqual((prof["bench"]["tool"], prof["bench"]["mode"], prof["bench"]["offset"]),
+                         ("fio-rbd", "write", 17408))
+        spec = round_spec(Path("/state"), prof, {}, {}, None, 20, False, "callgrind")
+        self.assertEqual((spec.bench["iodepth"], spec.warmup_seconds, spec.bench["seconds"], spec.window_ops),
+                         (1, 10, 40, 0))
+        self.assertEqual(load_profile("rbd-4k-randread", "defaults")["bench"]["mode"], "read")
+        # reads of mocked objects hang: the io-mock variant takes write profiles only
+        with self.assertRaisesRegex(StageError, "only writes"):
+            load_profile("rbd-4k-randread", "io-mock")
+
+    def test_a_profile_missing_what_its_tool_needs_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "odd.toml"
+            path.write_text('[bench]\ntool = "fio-rbd"\nrw = "randwrite"\nblock_size = 4096\n[device]\nsize_gib = 1\n')
+            with self.assertRaisesRegex(StageError, r"odd.toml: \[bench\] lacks iodepth, seconds, image_gib"):
+                load_profile(str(path), "defaults")
+            path.write_text('[bench]\ntool = "fio"\n')
+            with self.assertRaisesRegex(StageError, r"odd.toml: \[bench\] tool = 'fio'; known: rados, fio-rbd"):
+                load_profile(str(path), "defaults")
 
     def test_the_three_osd_variant_asks_for_three_osds(self):
         spec = round_spec(Path("/state"), load_profile("4k-write", "three-osds"), {}, {}, None, 20, False)
@@ -235,3 +259,32 @@ class ReportTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FioResultTest(unittest.TestCase):
+    RESULT = {"fio version": "fio-3.39", "jobs": [{
+        "job_runtime": 30000,
+        "read": {"total_ios": 0, "io_bytes": 0, "lat_ns": {"mean": 0}, "clat_ns": {}},
+        "write": {"total_ios": 90000, "io_bytes": 90000 * 4096, "lat_ns": {"mean": 5300000.0},
+                  "clat_ns": {"percentile": {"50.000000": 4500000, "99.000000": 21000000, "99.900000": 104000000}}}}]}
+
+    def test_a_write_job_gives_iops_latency_percentiles_and_write_ops(self):
+        rec = parse_fio(self.RESULT)
+        self.assertEqual((rec["ops"], rec["write_ops"], rec["read_ops"], rec["iops"]), (90000, 90000, 0, 3000.0))
+        self.assertEqual((rec["lat_avg_s"], rec["lat_p50_s"], rec["lat_p99_s"], rec["lat_p999_s"]),
+                         (0.0053, 0.0045, 0.021, 0.104))
+        self.assertAlmostEqual(rec["bandwidth_mb_s"], 12.288)
+
+    def test_progress_is_a_status_line_with_iops_above_zero(self):
+        watch = FioWatch.__new__(FioWatch)
+        self.assertTrue(watch.progressed("Jobs: 1 (f=1): [w(1)][40.0%][w=2400KiB/s][w=600 IOPS][eta 00m:18s]"))
+        self.assertTrue(watch.progressed("Jobs: 1 (f=1): [r(1)][5.0%][r=40.1MiB/s][r=10.2k IOPS][eta 00m:38s]"))
+        self.assertFalse(watch.progressed("Jobs: 1 (f=1): [w(1)][40.0%][w=0KiB/s][w=0 IOPS][eta 00m:18s]"))
+        self.assertFalse(watch.progressed("Starting 1 process"))
+
+    def test_the_job_keeps_its_region_inside_the_image_at_any_offset(self):
+        bench = {"rw": "randwrite", "block_size": 4096, "iodepth": 16, "offset": 17408, "image_gib": 2}
+        args = job_args(bench, 30, "/out.json")
+        self.assertIn("--offset=17408", args)
+        self.assertIn(f"--size={(2 << 30) - 17408 - 4096}", args)
+        self.assertIn("--ioengine=rbd", args)
