@@ -35,13 +35,20 @@ def load_profile(name: str, variant: str) -> dict:
     prof.setdefault("counted", {"warmup_seconds": 10, "seconds": 40})
     prof["io_mock"] = bool(var.get("io_mock"))
     prof["osds"] = int(var.get("osds", 1))
+    # why instruction-counted rounds cannot run this profile, if they cannot
+    prof["native_only"] = (f"variant {variant!r} runs {prof['osds']} OSDs: instruction-counted rounds run one "
+                           "(callgrind serialises each OSD's threads)" if prof["osds"] > 1 else
+                           "writers through ceph-fuse are limited by the kernel's inode lock, which instruction "
+                           "counts do not see" if prof["bench"]["tool"] == "fio-cephfs" else None)
     return prof
 
 
-# What a profile's [bench] table must name, by the client it runs
-# (rados bench, or fio's rbd engine against an image: cephperf/runtime/fio_rbd.py).
+# What a profile's [bench] table must name, by the client it runs: rados
+# bench, fio's rbd engine against an image (cephperf/runtime/fio_rbd.py), or
+# fio's writers on a ceph-fuse mount (cephperf/runtime/cephfs.py).
 BENCH_KEYS = {"rados": ("mode", "block_size", "threads", "seconds"),
-              "fio-rbd": ("rw", "block_size", "iodepth", "seconds", "image_gib")}
+              "fio-rbd": ("rw", "block_size", "iodepth", "seconds", "image_gib"),
+              "fio-cephfs": ("rw", "block_size", "jobs", "files", "file_mib", "seconds")}
 FIO_RW = ("randwrite", "randread", "write", "read")
 
 
@@ -56,7 +63,10 @@ def check_bench(path: Path, prof: dict) -> None:
     if missing:
         raise StageError(f"{path}: [bench] lacks {', '.join(missing)} (a {tool} profile names "
                          f"{', '.join(BENCH_KEYS[tool])})", EXIT_ERROR)
-    if tool == "fio-rbd":
+    if tool == "fio-cephfs" and bench["files"] not in (1, bench["jobs"]):
+        raise StageError(f"{path}: [bench] files = {bench['files']}: 1 (shared by every job) or jobs "
+                         f"({bench['jobs']}, one each)", EXIT_ERROR)
+    if tool.startswith("fio-"):
         if bench["rw"] not in FIO_RW:
             raise StageError(f"{path}: [bench] rw = {bench['rw']!r}; one of {', '.join(FIO_RW)}", EXIT_ERROR)
         # what the variants' writes_only check reads

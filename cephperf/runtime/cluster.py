@@ -8,8 +8,11 @@ make sure nothing outlives it.
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import os
+import signal
 import re
 import subprocess
 import uuid
@@ -52,6 +55,7 @@ def base_conf(state: Path, spec: NodeSpec) -> dict:
         },
         "mon": {"mon_data": f"{s}/mon/$cluster-$id"},
         "mgr": {"mgr_data": f"{s}/mgr/$cluster-$id"},
+        "mds": {"mds_data": f"{s}/mds/$cluster-$id"},
         "osd": {
             "osd_data": f"{s}/osd/$cluster-$id", "osd_objectstore": "bluestore",
             # one OSD keeps the path every earlier report ran with
@@ -69,6 +73,7 @@ class Cluster:
         self.state = Path(spec.state_dir)
         self.conf = self.state / "ceph.conf"
         self.procs = {}
+        self.mounts = []  # ceph-fuse mounts (cephperf/runtime/cephfs.py), unmounted first at teardown
         self.osd_bin = spec.osd_binary or "/usr/bin/ceph-osd"
         if spec.external:  # an existing cluster: no bring-up, its own conf, keyring and pool
             ext = spec.external
@@ -201,6 +206,14 @@ class Cluster:
         return cause(self.log_tail(name, 40), self.log_tail(name, 15))
 
     def down(self):
+        # A mount goes first: detached, it never waits on the daemons it
+        # needs; then its FUSE daemon, whose end fails every request still
+        # waiting on it (a writer blocked on a full OSD), so that nothing hangs.
+        for mnt in reversed(self.mounts):
+            unmount(mnt)
+        if self.mounts:
+            for pid in self.fuse_daemons():
+                os.kill(pid, signal.SIGKILL)
         for name in reversed(list(self.procs)):
             p = self.procs[name]
             if p.poll() is None:
@@ -211,6 +224,18 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+    def fuse_daemons(self) -> list[int]:
+        """ceph-fuse processes of this cluster (they run in the background, not as our children)."""
+        found = []
+        for d in Path("/proc").iterdir():
+            try:
+                argv = (d / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            if d.name.isdigit() and os.path.basename(argv[0]) == "ceph-fuse" and str(self.conf) in argv:
+                found.append(int(d.name))
+        return found
 
     def osd_metadata(self) -> dict:
         """What the OSD reports of itself that bears on its numbers (rotational flags included)."""
@@ -225,6 +250,15 @@ class Cluster:
         return "full" in dump.get("flags", "") or any("full" in o.get("state", []) for o in dump.get("osds", []))
 
 
+def unmount(mnt: Path) -> None:
+    """Detach a mount (MNT_DETACH). Nothing here touches the file system: a
+    stat of a FUSE mount whose daemon is stuck would block."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.umount2(str(mnt).encode(), MNT_DETACH) != 0 and ctypes.get_errno() != errno.EINVAL:  # EINVAL: not mounted
+        log(f"could not unmount {mnt}: {os.strerror(ctypes.get_errno())} (it goes with the round's namespace)")
+
+
+MNT_DETACH = 2
 OSD_METADATA_KEPT = ("ceph_version", "osd_objectstore", "bluestore_bdev_type", "bluestore_bdev_rotational",
                      "rotational", "journal_rotational", "bluestore_bdev_size", "kernel_version", "cpu",
                      "mem_total_kb", "osd_data")

@@ -85,18 +85,19 @@ def run_job(cluster: Cluster, seconds: int, name: str) -> dict:
 
 
 def parse_fio(result: dict) -> dict:
-    """One job's result: IOPS, bandwidth, latency percentiles, ops by direction."""
+    """One job's result (with --group_reporting, every job's together): IOPS,
+    bandwidth, latency percentiles of the main direction, ops by direction."""
     job = result["jobs"][0]
-    seconds = job["job_runtime"] / 1000
-    rec = {"seconds": round(seconds, 3), "tool": "fio-rbd", "fio_version": result.get("fio version")}
-    ops = {d: job[d]["total_ios"] for d in ("read", "write")}
-    rec.update(ops=ops["read"] + ops["write"], read_ops=ops["read"], write_ops=ops["write"])
-    main = max(("read", "write"), key=lambda d: ops[d])
+    dirs = ("read", "write")
+    ops = {d: job[d]["total_ios"] for d in dirs}
+    main = max(dirs, key=lambda d: ops[d])
     side = job[main]
-    rec.update(iops=round(rec["ops"] / seconds, 1) if seconds else 0.0,
-               bandwidth_mb_s=round((job["read"]["io_bytes"] + job["write"]["io_bytes"]) / seconds / 1e6, 3)
-               if seconds else 0.0,
-               lat_avg_s=round(side["lat_ns"]["mean"] / 1e9, 6))
+    rec = {"tool": "fio-rbd", "fio_version": result.get("fio version"),
+           "seconds": round(max(job[d]["runtime"] for d in dirs) / 1000, 3),
+           "ops": ops["read"] + ops["write"], "read_ops": ops["read"], "write_ops": ops["write"],
+           "iops": round(sum(job[d]["iops"] for d in dirs), 1),
+           "bandwidth_mb_s": round(sum(job[d]["bw_bytes"] for d in dirs) / 1e6, 3),
+           "lat_avg_s": round(side["lat_ns"]["mean"] / 1e9, 6)}
     percentiles = side.get("clat_ns", {}).get("percentile", {})
     rec.update({key: round(percentiles[p] / 1e9, 6) for p, key in PERCENTILES.items() if p in percentiles})
     return rec

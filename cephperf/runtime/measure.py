@@ -102,7 +102,10 @@ def watched(cluster: Cluster, cmd: list, seconds, watch_class, name: str, env: d
         problem = problem_with(cluster, watch, deadline, seconds)
         if problem:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass  # blocked in a FUSE request: freed when teardown ends the FUSE daemon
             raise NodeError(f"{name}: {problem}")
     watch.thread.join(timeout=10)
     if proc.returncode != 0:

@@ -11,7 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
-from . import fio_rbd
+from . import cephfs, fio_rbd
 from .checks import choose_io_mock, install_packages, installed_version
 from .cluster import Cluster
 from .shell import sh
@@ -35,7 +35,7 @@ def round_(command: str, spec: NodeSpec, cluster: Cluster, result: dict) -> None
         (Path(spec.state_dir) / "up").write_text(json.dumps({"conf": str(cluster.conf)}))
         signal.pause()
         return
-    bench = fio_rbd.run_profile if spec.bench.get("tool") == "fio-rbd" else run_profile
+    bench = {"fio-rbd": fio_rbd.run_profile, "fio-cephfs": cephfs.run_profile}.get(spec.bench.get("tool"), run_profile)
     result.update(bench(cluster))
     result.setdefault("perf", "perf stat not requested")
 

@@ -184,10 +184,9 @@ def round_summary(rec: dict) -> str:
 
 def ab(args) -> int:
     prof = load_profile(args.profile, args.variant)
-    args.mode = args.mode or ("native" if prof["osds"] > 1 else "both")
-    if prof["osds"] > 1 and args.mode != "native":
-        raise StageError(f"variant {args.variant!r} runs {prof['osds']} OSDs: instruction-counted rounds run one "
-                         "(callgrind serialises each OSD's threads); give --mode native", EXIT_ERROR)
+    args.mode = args.mode or ("native" if prof["native_only"] else "both")
+    if prof["native_only"] and args.mode != "native":
+        raise StageError(f"{prof['name']} ({args.variant}): {prof['native_only']}; give --mode native", EXIT_ERROR)
     rules_file = args.rules or DEFAULT_RULES
     rules = load_toml(rules_file)
     sides = {"baseline": parse_source(args.baseline), "candidate": parse_source(args.candidate)}

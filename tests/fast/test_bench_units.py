@@ -104,6 +104,19 @@ class RoundSpecTest(unittest.TestCase):
         with self.assertRaisesRegex(StageError, "only writes"):
             load_profile("rbd-4k-randread", "io-mock")
 
+    def test_cephfs_profiles_are_native_only_and_files_one_or_one_per_job(self):
+        prof = load_profile("cephfs-4k-directwrite-16jobs-1file", "defaults")
+        self.assertEqual((prof["bench"]["jobs"], prof["bench"]["files"]), (16, 1))
+        self.assertIn("inode lock", prof["native_only"])
+        self.assertIsNone(load_profile("rbd-4k-randwrite", "defaults")["native_only"])
+        self.assertIn("runs 3 OSDs", load_profile("4k-write", "three-osds")["native_only"])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "odd.toml"
+            path.write_text('[bench]\ntool = "fio-cephfs"\nrw = "randwrite"\nblock_size = 4096\njobs = 16\n'
+                            'files = 4\nfile_mib = 64\nseconds = 5\n[device]\nsize_gib = 4\n')
+            with self.assertRaisesRegex(StageError, r"odd.toml: \[bench\] files = 4: 1 \(shared by every job\) or jobs"):
+                load_profile(str(path), "defaults")
+
     def test_a_profile_missing_what_its_tool_needs_is_named(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "odd.toml"
@@ -111,7 +124,7 @@ class RoundSpecTest(unittest.TestCase):
             with self.assertRaisesRegex(StageError, r"odd.toml: \[bench\] lacks iodepth, seconds, image_gib"):
                 load_profile(str(path), "defaults")
             path.write_text('[bench]\ntool = "fio"\n')
-            with self.assertRaisesRegex(StageError, r"odd.toml: \[bench\] tool = 'fio'; known: rados, fio-rbd"):
+            with self.assertRaisesRegex(StageError, r"odd.toml: \[bench\] tool = 'fio'; known: rados, fio-rbd, fio-cephfs"):
                 load_profile(str(path), "defaults")
 
     def test_the_three_osd_variant_asks_for_three_osds(self):
@@ -264,8 +277,9 @@ if __name__ == "__main__":
 class FioResultTest(unittest.TestCase):
     RESULT = {"fio version": "fio-3.39", "jobs": [{
         "job_runtime": 30000,
-        "read": {"total_ios": 0, "io_bytes": 0, "lat_ns": {"mean": 0}, "clat_ns": {}},
-        "write": {"total_ios": 90000, "io_bytes": 90000 * 4096, "lat_ns": {"mean": 5300000.0},
+        "read": {"total_ios": 0, "runtime": 0, "iops": 0.0, "bw_bytes": 0, "lat_ns": {"mean": 0}, "clat_ns": {}},
+        "write": {"total_ios": 90000, "runtime": 30000, "iops": 3000.0, "bw_bytes": 12288000,
+                  "lat_ns": {"mean": 5300000.0},
                   "clat_ns": {"percentile": {"50.000000": 4500000, "99.000000": 21000000, "99.900000": 104000000}}}}]}
 
     def test_a_write_job_gives_iops_latency_percentiles_and_write_ops(self):

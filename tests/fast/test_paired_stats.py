@@ -77,6 +77,16 @@ class PairedVerdictTest(unittest.TestCase):
         self.assertEqual(len(log_ratios(recs[:-1], "instructions_per_op")), 2)
         self.assertAlmostEqual(math.exp(log_ratios(recs, "instructions_per_op")[0]), 1.0)
 
+    def test_a_rule_pairs_only_its_own_modes_rounds(self):
+        # a default gate runs native and counted rounds; both carry IOPS, and
+        # the counted ones (under callgrind) must not enter the native rule
+        native = [{"mode": "native", "pair": 1, "side": "baseline", "iops": 6000.0},
+                  {"mode": "native", "pair": 1, "side": "candidate", "iops": 6000.0}]
+        counted = [{"mode": "callgrind", "pair": 1, "side": "baseline", "iops": 100.0},
+                   {"mode": "callgrind", "pair": 1, "side": "candidate", "iops": 50.0}]
+        self.assertEqual(log_ratios(native + counted, "iops"), [0.0])
+        self.assertAlmostEqual(math.exp(log_ratios(native + counted, "iops", "callgrind")[0]), 0.5)
+
 
 if __name__ == "__main__":
     unittest.main()
