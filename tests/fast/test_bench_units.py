@@ -85,7 +85,7 @@ class RoundSpecTest(unittest.TestCase):
 
     def test_counted_write_rounds_count_ops_and_read_rounds_seconds(self):
         spec = round_spec(Path("/state"), load_profile("4k-write", "defaults"), {}, {}, None, 20, False, "callgrind")
-        self.assertEqual((spec.warmup_ops, spec.window_ops, spec.warmup_seconds), (3000, 2000, 0))
+        self.assertEqual((spec.warmup_ops, spec.window_ops, spec.warmup_seconds), (500, 2000, 0))
         self.assertEqual((spec.bench["threads"], spec.bench["seconds"]), (1, COUNTED_CAP_SECONDS))
         spec = round_spec(Path("/state"), load_profile("4k-randread", "defaults"), {}, {}, None, 20, False, "callgrind")
         self.assertEqual((spec.window_ops, spec.warmup_seconds, spec.bench["seconds"]), (0, 10, 40))
