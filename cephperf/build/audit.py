@@ -9,7 +9,12 @@ from pathlib import Path
 
 from ..common import load_toml
 from ..paths import AUDIT_RULES as RULES, REPO
-from .elf import area_of, assert_call_sites, compile_units, has_text, opt_level, symbols
+from .elf import area_of, assert_call_sites, compile_units, has_text, is_link_time, opt_level, symbols
+
+# The units GCC's link-time optimiser made (the pkg.ceph.lto build profile).
+# They hold the code and are optimised at the level they record, so they are
+# held to the same -O levels as Ceph's own units.
+LINK_TIME = "(link-time)"
 
 
 def in_areas(area: str, prefixes: list[str]) -> bool:
@@ -21,6 +26,12 @@ def unit_levels(units: list[dict], opt_areas: list[str], allowed: list[str]) -> 
     per: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     bad = []
     for u in units:
+        if is_link_time(u):
+            lvl = opt_level(u["producer"])
+            per[LINK_TIME][lvl] += 1
+            if lvl not in allowed:
+                bad.append(f"{LINK_TIME} {u['name']} ({lvl})")
+            continue
         lang = u["producer"].split(" ")[1] if u["producer"].startswith("GNU ") else u["producer"][:12]
         area = area_of(u["name"])
         if not u["producer"].startswith(("GNU C", "clang")):
@@ -43,7 +54,7 @@ def audit_one(e: dict, rules: dict, entry: dict) -> list[str]:
                  ceph_units={a: sum(c.values()) for a, c in sorted(per.items()) if in_areas(a, opt_areas)})
     problems = coverage_problems(e["label"], entry["ceph_units"], per, rules.get("coverage", {}).get("min_units", {}))
     if bad:
-        problems.append(f"{e['label']}: {len(bad)} Ceph/RocksDB compile unit(s) without -O2, e.g. {bad[0]}")
+        problems.append(f"{e['label']}: {len(bad)} Ceph/RocksDB or link-time unit(s) without -O2, e.g. {bad[0]}")
     unreadable = sum(c for a, cnt in per.items() if in_areas(a, opt_areas) for k, c in cnt.items() if k.startswith("("))
     if unreadable:
         problems.append(f"{e['label']}: {unreadable} compile unit(s) whose producer could not be read")
@@ -110,7 +121,7 @@ def render_markdown(r: dict) -> str:
         total = sum(c.values())
         seen = ", ".join(f"{k} ×{v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1]))
         lines.append(f"| {area} | {total} | {seen} |")
-    lines += ["", "| binary | units | units audited, by Ceph/RocksDB area | assert() call sites, by area of the compile unit holding them (none under -DNDEBUG) | NDEBUG-only symbols |",
+    lines += ["", "| binary | units | units audited, by Ceph/RocksDB area | assert() call sites, by area of the compile unit holding them, or under LTO of the source they were written in (none under -DNDEBUG) | NDEBUG-only symbols |",
               "|---|---|---|---|---|"]
     for b in r["binaries"]:
         if "status" in b:

@@ -164,12 +164,36 @@ def cu_ranges(debug: Path) -> list[tuple[int, int, int]]:
     return ranges
 
 
+def is_link_time(unit: dict) -> bool:
+    """A unit GCC's link-time optimiser made (one per LTRANS partition, named
+    <artificial>): it holds the code, while the units of the compile step keep
+    only their declarations and the flags they were compiled with."""
+    return unit["producer"].startswith("GNU GIMPLE")
+
+
+def innermost_sources(debug: Path, addrs: list[int]) -> list[str]:
+    """The source file of each address's innermost inlined frame: where the
+    code at that address was written (`addr2line -a -i`, one batch)."""
+    out = subprocess.run(["addr2line", "-a", "-i", "-e", str(debug), *(hex(a) for a in addrs)],
+                         capture_output=True, text=True, errors="replace").stdout
+    files: list[str] = []
+    for line in out.splitlines():
+        if line.startswith("0x"):
+            files.append("")  # a new address; its first frame is the innermost
+        elif files and not files[-1]:
+            files[-1] = line.rsplit(":", 1)[0]
+    return files
+
+
 def assert_call_sites(binary: Path, debug: Path, units: list[dict]) -> collections.Counter:
-    """Areas of the compile units holding call sites of __assert_fail.
+    """Areas of the code holding call sites of __assert_fail.
 
     assert() compiles to such a call only without NDEBUG, so a unit with one
     was compiled without it, whether the assert sits in its own source or in a
     header it inlined. Units are found by address through .debug_aranges.
+    Under link-time optimisation the code sits in the optimiser's own units,
+    which have no source of their own; a call site there counts for the file
+    its assert() was written in, found through the line table.
     """
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)],
                          capture_output=True, text=True, errors="replace").stdout
@@ -180,11 +204,18 @@ def assert_call_sites(binary: Path, debug: Path, units: list[dict]) -> collectio
         return areas
     ranges = cu_ranges(debug)
     starts = [r[0] for r in ranges]
-    area_by_cu = {u["offset"]: area_of(u["name"]) for u in units}
+    by_offset = {u["offset"]: u for u in units}
+    link_time = []
     for a in addrs:
         i = bisect.bisect_right(starts, a) - 1
-        if i >= 0 and ranges[i][0] <= a < ranges[i][1]:
-            areas[area_by_cu.get(ranges[i][2], "other")] += 1
-        else:
+        if not (i >= 0 and ranges[i][0] <= a < ranges[i][1]):
             areas["(no compile unit)"] += 1
+            continue
+        unit = by_offset.get(ranges[i][2], {"name": "", "producer": ""})
+        if is_link_time(unit):
+            link_time.append(a)
+        else:
+            areas[area_of(unit["name"])] += 1
+    for source in innermost_sources(debug, link_time):
+        areas[area_of(source) if source and not source.startswith("??") else "(no line information)"] += 1
     return areas

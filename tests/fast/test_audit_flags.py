@@ -47,6 +47,34 @@ class AuditFlagsTest(unittest.TestCase):
         self.assertIn("built without -DNDEBUG: _ZN7rocksdb9SyncPoint11GetInstanceEv is compiled in", r.stdout)
         self.assertIn("src/rocksdb built without -DNDEBUG: 1 assert() call site(s)", r.stdout)
 
+    # Link-time optimisation (the pkg.ceph.lto profile): the code moves into
+    # the optimiser's <artificial> units, and rocksdb_work() is inlined into
+    # the OSD fixture's main(), so neither the unit holding a call site nor
+    # the function around it names RocksDB any more.
+    LTO = ("-flto", "-ffat-lto-objects")
+
+    def test_lto_with_ndebug_passes_and_shows_the_link_time_units(self):
+        r = self.audit(self.compile("lto", "-O2", "-DNDEBUG", *self.LTO))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"\| \(link-time\) \| 1 \| -O2 ×1 \|")
+        self.assertRegex(r.stdout, r"\| src/rocksdb \| 1 \| -O2 ×1 \|")
+
+    def test_lto_rocksdb_without_ndebug_is_caught_where_the_assert_was_written(self):
+        r = self.audit(self.compile("lto-asserts", "-O2", *self.LTO))
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("src/rocksdb built without -DNDEBUG: 1 assert() call site(s)", r.stdout)
+
+    def test_lto_linked_at_O0_fails(self):
+        tree = self.tmp / "tree"
+        objs = []
+        for i, src in enumerate(SOURCES):
+            objs.append(f"{i}.o")
+            subprocess.run(["g++", "-g", "-O2", "-DNDEBUG", *self.LTO, "-c", src, "-o", objs[-1]], cwd=tree, check=True)
+        subprocess.run(["g++", "-g", "-O0", "-flto", *objs, "-o", str(self.tmp / "lto-o0")], cwd=tree, check=True)
+        r = self.audit(self.tmp / "lto-o0")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("link-time unit(s) without -O2, e.g. (link-time) <artificial> (-O0)", r.stdout)
+
     def package(self, binary: Path) -> tuple[Path, Path]:
         """A stripped binary in one .deb and its debug file, by build-id, in a -dbg .deb."""
         bid = subprocess.run(["readelf", "-n", binary], capture_output=True, text=True).stdout.split("Build ID: ")[1].split()[0]
