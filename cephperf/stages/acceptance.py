@@ -39,6 +39,10 @@ from cephperf.common import EXIT_ERROR, StageError, log, main_wrapper, rmtree, w
 from cephperf.leftovers import our_daemons, run_mounts
 
 TIME_LIMIT_SECONDS = 20 * 60  # a default gate run, native and instruction-counted rounds (issue #14)
+# Kinds held to that limit. Against debug-20 the candidate's OSD does several
+# times the work, and under callgrind takes several times as long: that time
+# is the regression's, not the gate's, so it is shown but not judged.
+TIMED_KINDS = ("aa", "small")
 COUNTED = "osd_instructions_per_op"
 STEADY = 0.01  # issue #14: every counted round within 1% of its side's median
 KINDS = {"aa": "A/A (must pass)", "ab": "A/B, --regress-conf (must fail)", "small": "A/B, --small-conf (must fail)"}
@@ -75,9 +79,10 @@ def run_batch(program: Path, batch: list[tuple[str, int, list[str]]], out: Path)
     with ThreadPoolExecutor(max_workers=len(batch)) as pool:
         runs = list(pool.map(lambda run: gate(program, run[0], run[2], out, len(batch) == 1), batch))
     left = leftovers()
-    for r, (_, expected, _) in zip(runs, batch):
+    for r, (name, expected, _) in zip(runs, batch):
+        in_time = r["seconds"] <= TIME_LIMIT_SECONDS or name.rsplit("-", 1)[0] not in TIMED_KINDS
         r.update(leftovers=left, expected=expected, side_by_side=len(batch),
-                 ok=r["exit"] == expected and r["seconds"] <= TIME_LIMIT_SECONDS and not left)
+                 ok=r["exit"] == expected and in_time and not left)
     return runs
 
 
@@ -95,7 +100,7 @@ def render(runs: list[dict]) -> str:
                      f"{', '.join(r['leftovers']) or 'nothing'} |")
     good = sum(r["ok"] for r in runs)
     lines += ["", f"{good} of {len(runs)} runs as expected "
-              f"(A/A exit 0, A/B exit 1, each within {TIME_LIMIT_SECONDS // 60} min, nothing left).", ""]
+              f"(A/A exit 0, A/B exit 1, A/A and small within {TIME_LIMIT_SECONDS // 60} min, nothing left).", ""]
     return "\n".join(lines + rates(runs)) + "\n"
 
 

@@ -112,6 +112,18 @@ class AcceptanceTest(unittest.TestCase):
         self.assertIn("--lanes 2 is for --mode counted only", r.stderr)
         self.assertEqual(self.calls(), [])
 
+    def test_time_limit_holds_the_default_gate_not_the_debug_20_candidate(self):
+        from unittest import mock
+        from cephperf.stages import acceptance
+        self.out.mkdir()
+        env = dict(os.environ, STAND_IN_LOG=str(self.log), STAND_IN_MODE="honest")
+        batch = [("aa-1", 0, []), ("ab-1", 1, ["--candidate-conf", "x.conf"])]
+        # every run over the limit: the A/A run fails acceptance, the debug-20 one does not
+        with mock.patch.dict(os.environ, env), mock.patch.object(acceptance, "TIME_LIMIT_SECONDS", -1):
+            runs = {r["name"]: r for r in acceptance.run_batch(self.gate, batch, self.out)}
+        self.assertFalse(runs["aa-1"]["ok"])
+        self.assertTrue(runs["ab-1"]["ok"])
+
     def test_fresh_starts_over(self):
         self.assertEqual(self.acceptance("honest").returncode, 0)
         r = self.acceptance("honest", 0, "--fresh")
