@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from .cluster import Cluster
-from .fio_rbd import FioWatch, parse_fio
-from .measure import measured, watched
+from .fio import parse_fio, run_fio
+from .measure import measured
 from .record import NodeError
 from .shell import log, sh
 
@@ -87,20 +87,18 @@ def file_args(bench: dict, mnt: Path) -> list[str]:
 
 def write_files(cluster: Cluster, bench: dict, mnt: Path) -> None:
     """Every file written whole once, so that the job's writes never extend one."""
-    out = cluster.state / "fio-prefill.json"
     size = int(bench["file_mib"]) << 20
-    cmd = ["fio", "--name=prefill", *file_args(bench, mnt), "--rw=write", f"--bs={PREFILL_BLOCK}",
-           f"--size={size}", f"--numjobs={bench['files']}", "--end_fsync=1",
-           "--eta=always", "--eta-newline=1", "--output-format=json", f"--output={out}"]
-    watched(cluster, cmd, max(60, size * bench["files"] // (20 << 20)), FioWatch, "fio (file prefill)")
+    args = ["--name=prefill", *file_args(bench, mnt), "--rw=write", f"--bs={PREFILL_BLOCK}",
+            f"--size={size}", f"--numjobs={bench['files']}", "--end_fsync=1"]
+    run_fio(cluster, args, max(60, size * bench["files"] // (20 << 20)), "prefill")
 
 
-def job_args(bench: dict, mnt: Path, seconds: int, output: str) -> list[str]:
+def job_args(bench: dict, mnt: Path, seconds: int) -> list[str]:
     """O_DIRECT writes of the sync engine, `jobs` processes over `files` files."""
-    return ["fio", "--name=ceph-perf", *file_args(bench, mnt), "--ioengine=sync", "--direct=1",
+    return ["--name=ceph-perf", *file_args(bench, mnt), "--ioengine=sync", "--direct=1",
             f"--rw={bench['rw']}", f"--bs={bench['block_size']}", f"--size={int(bench['file_mib']) << 20}",
             f"--numjobs={bench['jobs']}", "--group_reporting", "--time_based", f"--runtime={seconds}",
-            "--norandommap", "--eta=always", "--eta-newline=1", "--output-format=json", f"--output={output}"]
+            "--norandommap"]
 
 
 def run_profile(cluster: Cluster) -> dict:
@@ -111,14 +109,11 @@ def run_profile(cluster: Cluster) -> dict:
         raise NodeError("the ceph-fuse profiles run native rounds only: their limit is the kernel's inode lock")
     mnt = up(cluster)
     write_files(cluster, bench, mnt)
-    out = cluster.state / "fio-window.json"
 
     def window():
-        watched(cluster, job_args(bench, mnt, bench["seconds"], str(out)), bench["seconds"], FioWatch,
-                "fio (window)")
-        rec = parse_fio(json.loads(out.read_text()))
-        rec.update(tool="fio-cephfs", jobs=bench["jobs"], files=bench["files"],
-                   fuse_parallel_direct_writes=fuse_option(cluster))
+        rec = parse_fio(run_fio(cluster, job_args(bench, mnt, bench["seconds"]), bench["seconds"], "window"),
+                        "fio-cephfs")
+        rec.update(jobs=bench["jobs"], files=bench["files"], fuse_parallel_direct_writes=fuse_option(cluster))
         return rec
     return measured(cluster, window, bench["rw"])
 

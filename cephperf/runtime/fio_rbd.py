@@ -10,30 +10,17 @@ then runs the profile's job. The profile's [bench] table names fio's options
 """
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
 
 from .cluster import Cluster
-from .measure import BenchWatch, counted, measured, watched
+from .fio import parse_fio, run_fio
+from .measure import counted, measured
 from .record import NodeError
 from .shell import log, sh
 
 IMAGE = "ceph-perf"
 PREFILL_BLOCK = 4 << 20
-# fio's percentiles (clat_ns) kept in the record: p50, p99, p99.9
-PERCENTILES = {"50.000000": "lat_p50_s", "99.000000": "lat_p99_s", "99.900000": "lat_p999_s"}
-
-
-class FioWatch(BenchWatch):
-    """fio's once-a-second status lines (--eta=always --eta-newline=1), e.g.
-    "Jobs: 1 (f=1): [w(1)][40.0%][w=2400KiB/s][w=600 IOPS][eta 00m:18s]":
-    progress is a line whose IOPS are above zero."""
-
-    def progressed(self, line: str) -> bool:
-        m = re.search(r"\[([^\]]*) IOPS\]", line)
-        return bool(m) and any(float(v) > 0 for v in re.findall(r"=(\d+(?:\.\d+)?)", m.group(1)))
 
 
 def fio_env(cluster: Cluster) -> dict:
@@ -45,17 +32,16 @@ def image_bytes(bench: dict) -> int:
     return int(bench["image_gib"] * (1 << 30))
 
 
-def job_args(bench: dict, seconds: int, output: str) -> list[str]:
-    """fio's command line for the profile's job, time-based over `seconds`."""
+def job_args(bench: dict, seconds: int) -> list[str]:
+    """fio's options for the profile's job, time-based over `seconds`."""
     offset = int(bench.get("offset", 0))
     # the job's region ends a block short of the image's end, whatever the offset
     size = image_bytes(bench) - offset - int(bench["block_size"])
-    return ["fio", "--name=ceph-perf", "--ioengine=rbd", "--clientname=admin", "--pool=bench",
+    return ["--name=ceph-perf", "--ioengine=rbd", "--clientname=admin", "--pool=bench",
             f"--rbdname={IMAGE}", f"--rw={bench['rw']}", f"--bs={bench['block_size']}",
             f"--iodepth={bench['iodepth']}", f"--offset={offset}", f"--size={size}", "--time_based",
             # fio's default seed (randrepeat): every round writes the same blocks in the same order
-            f"--runtime={seconds}", "--norandommap",
-            "--eta=always", "--eta-newline=1", "--output-format=json", f"--output={output}"]
+            f"--runtime={seconds}", "--norandommap"]
 
 
 def make_image(cluster: Cluster, bench: dict) -> None:
@@ -63,44 +49,17 @@ def make_image(cluster: Cluster, bench: dict) -> None:
     size = image_bytes(bench)
     sh("rbd", "-c", cluster.conf, "create", "--size", f"{size >> 20}M", f"bench/{IMAGE}", timeout=120)
     log(f"writing the {size >> 20} MiB image once (4 MiB sequential writes)")
-    out = cluster.state / "fio-prefill.json"
-    cmd = ["fio", "--name=prefill", "--ioengine=rbd", "--clientname=admin", "--pool=bench", f"--rbdname={IMAGE}",
-           "--rw=write", f"--bs={PREFILL_BLOCK}", "--iodepth=4", f"--size={size}",
-           "--eta=always", "--eta-newline=1", "--output-format=json", f"--output={out}"]
+    args = ["--name=prefill", "--ioengine=rbd", "--clientname=admin", "--pool=bench", f"--rbdname={IMAGE}",
+            "--rw=write", f"--bs={PREFILL_BLOCK}", "--iodepth=4", f"--size={size}"]
     # unbounded in time by fio itself: the watch's deadline bounds it (an
     # OSD under valgrind writes some 30 MB/s)
-    watched(cluster, cmd, max(60, size // (20 << 20)), FioWatch, "fio (image prefill)", fio_env(cluster))
+    run_fio(cluster, args, max(60, size // (20 << 20)), "prefill", fio_env(cluster))
 
 
 def run_job(cluster: Cluster, seconds: int, name: str) -> dict:
     """The profile's job over `seconds`; its record."""
-    bench = cluster.spec.bench
-    out = cluster.state / f"fio-{name}.json"
-    watched(cluster, job_args(bench, seconds, str(out)), seconds, FioWatch, f"fio ({name})",
-            fio_env(cluster))
-    try:
-        return parse_fio(json.loads(out.read_text()))
-    except (OSError, ValueError, KeyError, IndexError) as e:
-        raise NodeError(f"fio left no readable result in {out}: {e}")
-
-
-def parse_fio(result: dict) -> dict:
-    """One job's result (with --group_reporting, every job's together): IOPS,
-    bandwidth, latency percentiles of the main direction, ops by direction."""
-    job = result["jobs"][0]
-    dirs = ("read", "write")
-    ops = {d: job[d]["total_ios"] for d in dirs}
-    main = max(dirs, key=lambda d: ops[d])
-    side = job[main]
-    rec = {"tool": "fio-rbd", "fio_version": result.get("fio version"),
-           "seconds": round(max(job[d]["runtime"] for d in dirs) / 1000, 3),
-           "ops": ops["read"] + ops["write"], "read_ops": ops["read"], "write_ops": ops["write"],
-           "iops": round(sum(job[d]["iops"] for d in dirs), 1),
-           "bandwidth_mb_s": round(sum(job[d]["bw_bytes"] for d in dirs) / 1e6, 3),
-           "lat_avg_s": round(side["lat_ns"]["mean"] / 1e9, 6)}
-    percentiles = side.get("clat_ns", {}).get("percentile", {})
-    rec.update({key: round(percentiles[p] / 1e9, 6) for p, key in PERCENTILES.items() if p in percentiles})
-    return rec
+    return parse_fio(run_fio(cluster, job_args(cluster.spec.bench, seconds), seconds, name, fio_env(cluster)),
+                     "fio-rbd")
 
 
 def run_profile(cluster: Cluster) -> dict:

@@ -13,7 +13,8 @@ from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
 from cephperf.runtime.cluster import cause
 from cephperf.runtime.instrument import estimated_cycles, function_name, parse_annotation, totals
-from cephperf.runtime.fio_rbd import FioWatch, job_args, parse_fio
+from cephperf.runtime.fio import FioWatch, parse_fio
+from cephperf.runtime.fio_rbd import job_args
 from cephperf.runtime.measure import parse_summary, with_max_objects
 from cephperf.runtime.osd_stats import counter_delta, queue_report, thread_report
 from cephperf.runtime.record import NodeError
@@ -283,11 +284,16 @@ class FioResultTest(unittest.TestCase):
                   "clat_ns": {"percentile": {"50.000000": 4500000, "99.000000": 21000000, "99.900000": 104000000}}}}]}
 
     def test_a_write_job_gives_iops_latency_percentiles_and_write_ops(self):
-        rec = parse_fio(self.RESULT)
+        rec = parse_fio(self.RESULT, "fio-rbd")
+        self.assertEqual(rec["tool"], "fio-rbd")
         self.assertEqual((rec["ops"], rec["write_ops"], rec["read_ops"], rec["iops"]), (90000, 90000, 0, 3000.0))
         self.assertEqual((rec["lat_avg_s"], rec["lat_p50_s"], rec["lat_p99_s"], rec["lat_p999_s"]),
                          (0.0053, 0.0045, 0.021, 0.104))
         self.assertAlmostEqual(rec["bandwidth_mb_s"], 12.288)
+
+    def test_a_result_without_its_job_is_named_not_a_traceback(self):
+        with self.assertRaisesRegex(NodeError, "fio's result lacks 'write'"):
+            parse_fio({"fio version": "fio-3.39", "jobs": [{"read": self.RESULT["jobs"][0]["read"]}]}, "fio-rbd")
 
     def test_progress_is_a_status_line_with_iops_above_zero(self):
         watch = FioWatch.__new__(FioWatch)
@@ -298,7 +304,7 @@ class FioResultTest(unittest.TestCase):
 
     def test_the_job_keeps_its_region_inside_the_image_at_any_offset(self):
         bench = {"rw": "randwrite", "block_size": 4096, "iodepth": 16, "offset": 17408, "image_gib": 2}
-        args = job_args(bench, 30, "/out.json")
+        args = job_args(bench, 30)
         self.assertIn("--offset=17408", args)
         self.assertIn(f"--size={(2 << 30) - 17408 - 4096}", args)
         self.assertIn("--ioengine=rbd", args)
