@@ -88,7 +88,8 @@ def render(results: list[dict], defaults: dict) -> str:
 def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--packages", default="debian")
-    p.add_argument("--subsystems", help="comma-separated (default: bench/conf/logging-cost.toml)")
+    p.add_argument("--subsystems", help="comma-separated, \"all\" for every subsystem at once "
+                                        "(default: bench/conf/logging-cost.toml)")
     p.add_argument("--out", type=Path, default=paths.reports("logging-cost"))
     p.add_argument("--gate", type=Path, default=paths.BENCH / "gate", help="the gate program (tests put a stand-in here)")
     p.add_argument("--fresh", action="store_true")
@@ -97,8 +98,10 @@ def execute():
     args = p.parse_args()
     plan_file = load_toml(PLAN)
     subsystems = args.subsystems.split(",") if args.subsystems else plan_file["subsystems"]
+    # "all" among --subsystems asks for the every-subsystem run by name
+    all_at_zero = "all" in subsystems if args.subsystems else plan_file.get("all_at_zero", False)
     defaults = debug_defaults(args.defaults)
-    plan = runs(subsystems, defaults, plan_file.get("all_at_zero", False) and not args.subsystems)
+    plan = runs([s for s in subsystems if s != "all"], defaults, all_at_zero)
     identity = {"packages": args.packages, "runs": [name for name, _, _ in plan], "gate": str(args.gate.resolve())}
     summary = args.out / "summary.json"
     earlier = json.loads(summary.read_text()) if summary.exists() and not args.fresh else {}

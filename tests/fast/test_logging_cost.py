@@ -38,6 +38,13 @@ class LoggingCostTest(unittest.TestCase):
         self.assertEqual(self.run_it("--subsystems", "osd,ms,rocksdb").returncode, 0)
         self.assertEqual(self.log.read_text().split(), ["osd", "rocksdb"])
 
+    def test_all_by_name_is_the_every_subsystem_run_alone(self):
+        r = self.run_it("--subsystems", "all")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.log.read_text().split(), ["all"])
+        # the node expands the wildcard to every subsystem its ceph knows (cephperf/runtime/cluster.py)
+        self.assertEqual((self.tmp / "out" / "all.conf").read_text(), "[global]\ndebug_* = 0/0\n")
+
     def test_an_unknown_subsystem_is_named(self):
         r = self.run_it("--subsystems", "osd,nosuch")
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
