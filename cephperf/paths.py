@@ -15,8 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 # Configuration: data files in the tree.
 CMAKE, PATCHES, DEBIAN, BENCH = (REPO / d for d in ("cmake", "patches", "debian", "bench"))
 PROFILES, RULES, BENCH_CONF = (BENCH / d for d in ("profiles", "rules", "conf"))
-ROOTS_TOML, AUDIT_RULES, RELEASE_GUARD, OSD_MINIMAL = (
-    CMAKE / f for f in ("roots.toml", "audit-rules.toml", "release-guard.cmake", "osd-minimal.cmake"))
+ROOTS_TOML, AUDIT_RULES, RELEASE_GUARD, LTO_LINK_EXCEPTIONS, OSD_MINIMAL = (
+    CMAKE / f for f in ("roots.toml", "audit-rules.toml", "release-guard.cmake", "lto-link-exceptions.cmake",
+                        "osd-minimal.cmake"))
 UNIT_TESTS = PATCHES / "unit-tests.toml"
 # Code that runs inside the roots (stdlib only), as files: scripts and the node side.
 RUNTIME = REPO / "cephperf" / "runtime"

@@ -68,7 +68,8 @@ def assemble(args, pins, work: Path) -> dict:
     delta = apply_debian_delta(tree, args.debian / "delta")
     # Files our debian/rules uses at build time travel inside the source package.
     (tree / "debian" / "ceph-perf").mkdir()
-    shutil.copy2(paths.RELEASE_GUARD, tree / "debian" / "ceph-perf" / paths.RELEASE_GUARD.name)
+    for used_by_rules in (paths.RELEASE_GUARD, paths.LTO_LINK_EXCEPTIONS):
+        shutil.copy2(used_by_rules, tree / "debian" / "ceph-perf" / used_by_rules.name)
     version = add_changelog(tree, args.debian / "changelog", pins)
     applied, marked = apply_ours(tree, args.patches)
     return {"tree": tree.name, "version": version, "quilt_applied": applied,
