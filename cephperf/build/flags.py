@@ -112,6 +112,26 @@ def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
             "commands": {"rocksdb": counts["RocksDB"], "ceph": counts["Ceph"]}, "probes": shown}
 
 
+# The binaries of the osd-only packages, which are installed over Debian's set:
+# each must carry Ceph's common code itself (upstream's static "common"
+# archive), since Debian's libceph-common.so lacks what our series adds (the
+# options table first of all).
+STATIC_COMMON_TARGETS = ("ceph-osd", "ceph-fuse")
+
+
+def static_common_problems(target: str, link_command: str) -> list[str]:
+    """What is wrong with one target's link command, as CMake wrote it."""
+    words = shlex.split(link_command)
+    problems = []
+    shared = [w for w in words if w == "-lceph-common" or "libceph-common.so" in w]
+    if shared:
+        problems.append(f"{target} links {shared[0]}: installed over Debian's set it would load Debian's "
+                        "common code, whose options table lacks the options our series adds")
+    if not any(w.endswith("/libcommon.a") or w == "libcommon.a" for w in words):
+        problems.append(f"{target} does not link the static common archive (libcommon.a)")
+    return problems
+
+
 def render_markdown(results: list[dict]) -> str:
     lines = ["# Configure-level flag check", "",
              "| case | expected | result | time | problems |", "|---|---|---|---|---|"]

@@ -42,7 +42,7 @@ def round_(command: str, spec: NodeSpec, cluster: Cluster, result: dict) -> None
 
 def versions(spec: NodeSpec, cluster: Cluster) -> dict:
     """The packages the round ran, and a development build's own version."""
-    out = {p: installed_version(p) for p in ("ceph-osd", "ceph-mon", "ceph-common")}
+    out = {p: installed_version(p) for p in ("ceph-osd", "ceph-fuse", "ceph-mon", "ceph-common")}
     if spec.osd_binary:
         out["ceph-osd (built)"] = sh(cluster.osd_bin, "--version", env=cluster.osd_env).stdout.strip()
     return out

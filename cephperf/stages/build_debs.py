@@ -1,7 +1,8 @@
 """ci/build-debs: dpkg-buildpackage on the assembled tree, inside the build root.
 
   --profile osd-only  (default) DEB_BUILD_PROFILES=pkg.ceph.osd-only: only the
-                      ceph-osd and ceph-osd-dbg packages, installable over
+                      packages our series changes, ceph-osd and ceph-fuse
+                      (and their -dbg), installable over
                       Debian's stock 18.2.7 set (debian/delta/osd-only-profile.patch).
                       About an hour on 2 cores with a cold ccache.
   --profile full      every binary package: the drop-in set. Many hours.

@@ -7,13 +7,17 @@ own CMake variables are never consulted.
 
 Cases:
   a          debian/rules override_dh_auto_configure, set up by
-             dpkg-buildpackage exactly as a package build would be
+             dpkg-buildpackage exactly as the release's package build would
+             be (build profile pkg.ceph.osd-only); also the link commands of
+             ceph-osd and ceph-fuse: Ceph's common code linked statically,
+             never libceph-common.so
   b          plain cmake, RelWithDebInfo, minimal tree
   c          negative control: BuildRocksDB.cmake in its pre-fix form
              (cephperf/build/controls/rocksdb-prefix-flags.patch), configured
              debhelper-style (None plus dpkg-buildflags); must FAIL
   a-debian   negative control: case a with Debian's rules as shipped (our
-             debian/delta/release-flags.patch reverted); must FAIL on -DNDEBUG
+             debian/delta/release-flags.patch reverted, no build profile);
+             must FAIL on -DNDEBUG
   a-lto      case a under the build profile pkg.ceph.lto: also -flto and
              -fno-semantic-interposition in every compile command
 
@@ -28,7 +32,7 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import EXIT_ERROR, hash_inputs, log, main_wrapper, write_atomic
-from cephperf.build.flags import judge_case, render_markdown
+from cephperf.build.flags import STATIC_COMMON_TARGETS, judge_case, render_markdown, static_common_problems
 from cephperf.build.roots import Root
 from cephperf.stage import produce
 from cephperf.stages.source import assembled
@@ -36,6 +40,7 @@ from cephperf.stages.source import assembled
 SCRIPT = paths.RUNTIME / "scripts" / "check-flags-case.sh"
 RULES_DELTA = paths.DEBIAN / "delta" / "release-flags.patch"
 EXPECT_FAIL = {"c", "a-debian"}
+LINKED_CASES = {"a", "a-lto"}  # configured under pkg.ceph.osd-only: its binaries' links are judged too
 
 
 def run_case(root: Root, tree: Path, case: str, cdir: Path) -> dict:
@@ -45,7 +50,8 @@ def run_case(root: Root, tree: Path, case: str, cdir: Path) -> dict:
     t0 = time.monotonic()
     with open(cdir / "configure.log", "w") as logf:
         env = {"CASE": case, "OUT": str(cdir), "FIXTURE": str(paths.ROCKSDB_PREFIX_FIXTURE),
-               "MINIMAL": str(paths.OSD_MINIMAL), "RULES_DELTA": str(RULES_DELTA)}
+               "MINIMAL": str(paths.OSD_MINIMAL), "RULES_DELTA": str(RULES_DELTA),
+               "STATIC_COMMON_TARGETS": " ".join(STATIC_COMMON_TARGETS)}
         rc = root.run(["bash", str(SCRIPT)], cwd=tree, env=env, scratch=[tree], stdout=logf)
     seconds = time.monotonic() - t0
     if rc != 0:
@@ -55,6 +61,10 @@ def run_case(root: Root, tree: Path, case: str, cdir: Path) -> dict:
     else:
         res = judge_case(case, json.loads((cdir / "ceph.json").read_text()),
                          json.loads((cdir / "rocksdb.json").read_text()))
+        if case in LINKED_CASES:
+            for target in STATIC_COMMON_TARGETS:
+                res["problems"] += static_common_problems(target, (cdir / f"link-{target}.txt").read_text())
+            res["ok"] = not res["problems"]
     res.update(seconds=round(seconds, 1), expected="fail" if case in EXPECT_FAIL else "pass")
     log(f"case {case}: {'PASS' if res['ok'] else 'FAIL'} in {seconds:.0f} s (expected {res['expected']})")
     for problem in res["problems"]:

@@ -9,7 +9,7 @@ gate) that already passed on the same packages with the same tools.
          -> audit-flags -> io-mock-test -> publish-repo -> upgrade-test
          -> gate (candidate vs Debian stock)
 
-  --profile osd-only (default): ceph-osd + ceph-osd-dbg over Debian's set,
+  --profile osd-only (default): ceph-osd + ceph-fuse (+ -dbg) over Debian's set,
                                 about an hour on 2 cores with a cold ccache
   --profile full:               the whole drop-in set, many hours
 

@@ -6,7 +6,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from cephperf.build.flags import judge_case
+from cephperf.build.flags import judge_case, static_common_problems
 from cephperf.runtime.patch_tests_helper import command_for, load_database, retarget
 
 GOOD = "-g -O2 -fstack-protector-strong -D_FORTIFY_SOURCE=2 -DNDEBUG"
@@ -74,6 +74,33 @@ class JudgeCaseTest(unittest.TestCase):
     def test_an_empty_database_is_a_problem(self):
         r = judge_case("b", [], db(GOOD, ROCKSDB, "-DROCKSDB_PORTABLE"))
         self.assertIn("Ceph: no C/C++ compile commands found", r["problems"])
+
+
+# Link commands as CMake's Makefile generator writes them into link.txt
+# (shortened): ceph-fuse as upstream links it, and as our profile links it.
+FUSE_UPSTREAM = ("/usr/bin/c++ -g -O2 -Wl,-z,relro CMakeFiles/ceph-fuse.dir/ceph_fuse.cc.o -o ../bin/ceph-fuse "
+                 "/usr/lib/x86_64-linux-gnu/libfuse3.so ../lib/libclient.a ../lib/libceph-common.so.2 "
+                 "../lib/libglobal-static.a ../lib/libosdc.a ../lib/libceph-common.so.2")
+FUSE_STATIC = ("/usr/bin/c++ -g -O2 -Wl,-z,relro CMakeFiles/ceph-fuse.dir/ceph_fuse.cc.o -o ../bin/ceph-fuse "
+               "/usr/lib/x86_64-linux-gnu/libfuse3.so ../lib/libclient-static-common.a ../lib/libglobal-static.a "
+               "../lib/libcommon.a ../lib/libosdc-static-common.a ../lib/libcommon.a -lpthread")
+
+
+class StaticCommonLinkTest(unittest.TestCase):
+    def test_the_static_common_link_passes(self):
+        self.assertEqual(static_common_problems("ceph-fuse", FUSE_STATIC), [])
+
+    def test_upstreams_shared_link_is_named(self):
+        problems = static_common_problems("ceph-fuse", FUSE_UPSTREAM)
+        self.assertEqual(len(problems), 2, problems)
+        self.assertIn("ceph-fuse links ../lib/libceph-common.so.2", problems[0])
+        self.assertIn("does not link the static common archive", problems[1])
+
+    def test_both_archives_at_once_is_still_refused(self):
+        # two copies of every global of the common code in one process
+        problems = static_common_problems("ceph-fuse", FUSE_STATIC + " -lceph-common")
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("-lceph-common", problems[0])
 
 
 class PatchTestsHelperTest(unittest.TestCase):
