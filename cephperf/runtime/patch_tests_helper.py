@@ -23,9 +23,14 @@ GTEST = "src/googletest/googletest"
 
 
 def load_database(build: Path) -> dict:
-    """compile_commands.json by resolved source path."""
-    return {str(Path(e["directory"], e["file"]).resolve()): e
-            for e in json.loads((build / "compile_commands.json").read_text())}
+    """compile_commands.json by resolved source path: Ceph's, and the bundled
+    RocksDB's (an ExternalProject with a database of its own) where its
+    configure step has run."""
+    entries = []
+    for db in (build / "compile_commands.json", build / "src" / "rocksdb" / "compile_commands.json"):
+        if db.exists():
+            entries += json.loads(db.read_text())
+    return {str(Path(e["directory"], e["file"]).resolve()): e for e in entries}
 
 
 def command_for(db: dict, path) -> tuple[list[str], str] | None:
@@ -127,6 +132,9 @@ class Checks:
         base = command_for(self.db, self.tree / t["flags_from"])
         if not base:
             return {**entry, "rc": "no compile command for " + t["flags_from"]}
+        # what a source outside Ceph's compile database (RocksDB's own) needs on top
+        extra = [f.replace("{tree}", str(self.tree)) for f in t.get("extra_flags", [])]
+        base = (base[0] + extra, base[1])
         t0 = time.monotonic()
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             built = list(pool.map(lambda unit: self.compile_object(name, *unit), self.units_of(t, base)))

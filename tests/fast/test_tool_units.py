@@ -123,6 +123,19 @@ class PatchTestsHelperTest(unittest.TestCase):
             self.assertEqual(command_for(database, f"{tmp}/src/a.cc"), (["c++", "-O2", "-c", "../src/a.cc"], f"{tmp}/b"))
             self.assertIsNone(command_for(database, f"{tmp}/src/b.cc"))
 
+    def test_the_bundled_rocksdbs_database_is_read_too(self):
+        # an ExternalProject: its configure step writes a database of its own
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "compile_commands.json").write_text(json.dumps(
+                [{"directory": f"{tmp}/b", "file": "../src/a.cc", "command": "c++ -O2 -c ../src/a.cc"}]))
+            (Path(tmp) / "src" / "rocksdb").mkdir(parents=True)
+            (Path(tmp) / "src" / "rocksdb" / "compile_commands.json").write_text(json.dumps(
+                [{"directory": f"{tmp}/r", "file": f"{tmp}/src/rocksdb/db/log_writer.cc",
+                  "command": "c++ -DROCKSDB_PLATFORM_POSIX -c log_writer.cc"}]))
+            database = load_database(Path(tmp))
+            self.assertEqual(command_for(database, f"{tmp}/src/rocksdb/db/log_writer.cc")[1], f"{tmp}/r")
+            self.assertIsNotNone(command_for(database, f"{tmp}/src/a.cc"))
+
 
 if __name__ == "__main__":
     unittest.main()

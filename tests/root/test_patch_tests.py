@@ -20,10 +20,11 @@ class PatchTests(unittest.TestCase):
         self.assertTrue(res["options_ok"])
         compiled = {c["file"] for c in res["compiles"] if c["rc"] == 0}
         for tu in ("src/os/bluestore/BlueStore.cc", "src/common/TrackedOp.cc", "src/msg/async/AsyncConnection.cc",
-                   "src/client/fuse_ll.cc"):
+                   "src/client/fuse_ll.cc", "src/rocksdb/db/log_writer.cc"):
             self.assertIn(tu, compiled)
         self.assertEqual({t["name"]: t["rc"] for t in res["tests"]},
-                         {"unittest_tracked_op": 0, "ceph_test_msgr": 0, "unittest_fuse_open_flags": 0})
+                         {"unittest_tracked_op": 0, "ceph_test_msgr": 0, "unittest_fuse_open_flags": 0,
+                          "unittest_wal_record_crc": 0})
         print(r.stdout)
 
 

@@ -28,17 +28,7 @@ case "$CASE" in
     cmake -S . -B /tmp/c -G Ninja -C "$MINIMAL" -DCMAKE_BUILD_TYPE=None
     B=/tmp/c ;;
 esac
-# Run RocksDB's own configure step through the generator that dh or we chose
-# (dh's cmake build system uses Makefiles, we use Ninja).
-if [ -f "$B/build.ninja" ]; then
-  stamp=$(ninja -C "$B" -t targets all | sed -n 's/^\([^:]*rocksdb_ext-configure\):.*/\1/p' | head -n1)
-  [ -n "$stamp" ] || { echo "no rocksdb_ext configure step in $B"; exit 3; }
-  ninja -C "$B" "$stamp"
-else
-  mk=src/CMakeFiles/rocksdb_ext.dir/build.make
-  stamp=$(sed -n 's/^\([^: ]*rocksdb_ext-stamp\/rocksdb_ext-configure\):.*/\1/p' "$B/$mk" | head -n1)
-  [ -n "$stamp" ] || { echo "no rocksdb_ext configure step in $B/$mk"; exit 3; }
-  (cd "$B" && make -f "$mk" "$stamp")
-fi
+. "$(dirname "$0")/rocksdb-configure.sh"
+configure_rocksdb || exit 3
 cp "$B/compile_commands.json" "$OUT/ceph.json"
 cp "$B/src/rocksdb/compile_commands.json" "$OUT/rocksdb.json"
