@@ -12,7 +12,7 @@ from cephperf.bench.paired import judge_paired
 from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
 from cephperf.runtime.cluster import cause
-from cephperf.runtime.instrument import estimated_cycles, function_name, parse_annotation, totals
+from cephperf.runtime.instrument import estimated_cycles, function_name, parse_annotation, totals, wrap
 from cephperf.runtime.fio import FioWatch, parse_fio
 from cephperf.runtime.fio_rbd import job_args
 from cephperf.runtime.measure import parse_summary, with_max_objects
@@ -203,6 +203,14 @@ summary: 623232417 189894383 120454399 20612224 8510466 3400661 24894 172069 549
 
 
 class InstrumentTest(unittest.TestCase):
+    def test_the_osd_runs_under_callgrind_with_fair_scheduling_and_instrumentation_off(self):
+        argv = wrap(["/usr/bin/ceph-osd", "-i", 0], Path("/run/x/callgrind.out"))
+        self.assertEqual(argv[:2], ["valgrind", "--tool=callgrind"])
+        # threads take turns: a spinner cannot starve the holder of a spinlock
+        self.assertIn("--fair-sched=yes", argv)
+        self.assertIn("--instr-atstart=no", argv)
+        self.assertEqual(argv[-3:], ["/usr/bin/ceph-osd", "-i", "0"])
+
     def test_totals_and_estimated_cycles(self):
         ev = totals(DUMP_HEAD)
         self.assertEqual(ev["Ir"], 623232417)
