@@ -40,7 +40,14 @@ from cephperf.stages.source import assembled
 SCRIPT = paths.RUNTIME / "scripts" / "check-flags-case.sh"
 RULES_DELTA = paths.DEBIAN / "delta" / "release-flags.patch"
 EXPECT_FAIL = {"c", "a-debian"}
-LINKED_CASES = {"a", "a-lto"}  # configured under pkg.ceph.osd-only: its binaries' links are judged too
+# The build profiles of the package-build cases: the release's own (osd-only),
+# with LTO, and none for Debian's rules as shipped (its full set).
+PROFILES = {"a": "pkg.ceph.osd-only", "a-lto": "pkg.ceph.osd-only,pkg.ceph.lto", "a-debian": ""}
+
+
+def linked_targets(case: str) -> tuple[str, ...]:
+    """The binaries whose link commands a case judges: those the osd-only packages ship."""
+    return STATIC_COMMON_TARGETS if "pkg.ceph.osd-only" in PROFILES.get(case, "").split(",") else ()
 
 
 def run_case(root: Root, tree: Path, case: str, cdir: Path) -> dict:
@@ -51,7 +58,7 @@ def run_case(root: Root, tree: Path, case: str, cdir: Path) -> dict:
     with open(cdir / "configure.log", "w") as logf:
         env = {"CASE": case, "OUT": str(cdir), "FIXTURE": str(paths.ROCKSDB_PREFIX_FIXTURE),
                "MINIMAL": str(paths.OSD_MINIMAL), "RULES_DELTA": str(RULES_DELTA),
-               "STATIC_COMMON_TARGETS": " ".join(STATIC_COMMON_TARGETS)}
+               "PROFILES": PROFILES.get(case, ""), "STATIC_COMMON_TARGETS": " ".join(linked_targets(case))}
         rc = root.run(["bash", str(SCRIPT)], cwd=tree, env=env, scratch=[tree], stdout=logf)
     seconds = time.monotonic() - t0
     if rc != 0:
@@ -61,10 +68,9 @@ def run_case(root: Root, tree: Path, case: str, cdir: Path) -> dict:
     else:
         res = judge_case(case, json.loads((cdir / "ceph.json").read_text()),
                          json.loads((cdir / "rocksdb.json").read_text()))
-        if case in LINKED_CASES:
-            for target in STATIC_COMMON_TARGETS:
-                res["problems"] += static_common_problems(target, (cdir / f"link-{target}.txt").read_text())
-            res["ok"] = not res["problems"]
+        for target in linked_targets(case):
+            res["problems"] += static_common_problems(target, (cdir / f"link-{target}.txt").read_text())
+        res["ok"] = not res["problems"]
     res.update(seconds=round(seconds, 1), expected="fail" if case in EXPECT_FAIL else "pass")
     log(f"case {case}: {'PASS' if res['ok'] else 'FAIL'} in {seconds:.0f} s (expected {res['expected']})")
     for problem in res["problems"]:
@@ -96,6 +102,7 @@ def execute():
     out = paths.reports("flags")
     key = hash_inputs([("tree", tree_key), ("cases", " ".join(cases)), ("tool", Path(__file__)),
                        ("script", SCRIPT), ("buildflags", SCRIPT.with_name("dpkg-buildflags.sh")),
+                       ("rocksdb-configure", SCRIPT.with_name("rocksdb-configure.sh")),
                        ("flags", paths.REPO / "cephperf" / "build" / "flags.py"),
                        ("fixture", paths.ROCKSDB_PREFIX_FIXTURE), ("minimal", paths.OSD_MINIMAL)])
     # only a passing run on the assembled tree is worth skipping next time

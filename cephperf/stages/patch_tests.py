@@ -129,7 +129,8 @@ def execute():
     tree, tree_key = assembled()
     out = paths.reports("patch-tests")
     key = hash_inputs([("tree", tree_key), ("tool", Path(__file__)), ("script", SCRIPT), ("helper", HELPER),
-                       ("tests", paths.UNIT_TESTS), ("minimal", paths.OSD_MINIMAL), ("options_table", OPTIONS_TABLE)])
+                       ("tests", paths.UNIT_TESTS), ("minimal", paths.OSD_MINIMAL), ("options_table", OPTIONS_TABLE),
+                       ("rocksdb-configure", SCRIPT.with_name("rocksdb-configure.sh"))])
     # a failed run keeps its report (stamped not ok) and is re-run next time
     stamp = produce(out, key, lambda new: check(tree, new), valid=lambda st: st.get("ok"), force=args.force,
                     keep_failed=True)

@@ -7,17 +7,12 @@ export CMAKE_EXPORT_COMPILE_COMMANDS=ON   # cmake >= 3.17 reads it, RocksDB's co
 case "$CASE" in
   a|a-debian|a-lto)
     if [ "$CASE" = a-debian ]; then patch -R -p1 -s --fuzz=0 < "$RULES_DELTA"; fi
-    # the release's own profile, osd-only; a-debian keeps Debian's full set
-    profiles=--build-profiles=pkg.ceph.osd-only
-    if [ "$CASE" = a-lto ]; then profiles=--build-profiles=pkg.ceph.osd-only,pkg.ceph.lto; fi
-    if [ "$CASE" = a-debian ]; then profiles=""; fi
-    dpkg-buildpackage -T override_dh_auto_configure --no-sign -nc $profiles
+    # $PROFILES and $STATIC_COMMON_TARGETS come from ci/check-flags' table of cases
+    dpkg-buildpackage -T override_dh_auto_configure --no-sign -nc ${PROFILES:+--build-profiles=$PROFILES}
     B=obj-$(dpkg-architecture -qDEB_HOST_GNU_TYPE)
     # the link commands of the binaries the osd-only packages ship (dh's
     # cmake build system writes Makefiles: one link.txt per target)
-    if [ -n "$profiles" ]; then
-      for t in $STATIC_COMMON_TARGETS; do cp "$B/src/CMakeFiles/$t.dir/link.txt" "$OUT/link-$t.txt"; done
-    fi ;;
+    for t in $STATIC_COMMON_TARGETS; do cp "$B/src/CMakeFiles/$t.dir/link.txt" "$OUT/link-$t.txt"; done ;;
   b)
     env -u CFLAGS -u CXXFLAGS -u CPPFLAGS -u LDFLAGS \
       cmake -S . -B /tmp/b -G Ninja -C "$MINIMAL" -DCMAKE_BUILD_TYPE=RelWithDebInfo
