@@ -13,6 +13,11 @@ gate) that already passed on the same packages with the same tools.
                                 about an hour on 2 cores with a cold ccache
   --profile full:               the whole drop-in set, many hours
 
+Arguments after `--` go to the gate stage's bench/gate, e.g. `-- --profile
+4m-write` or `-- --candidate-conf FILE` (gate the release under your own
+settings). They are part of that stage's up-to-date key, and such a gate
+writes its report beside the default one, to build/reports/gate-release-<key>/.
+
 Exit: 0 every stage passed; otherwise the failing stage's own exit code, so
 the gate's 1 (a regression) and 2 (it could not run) reach the caller. (A
 make or ninja target in between would turn both into its own failure code.)
@@ -29,12 +34,18 @@ CI = paths.REPO / "ci"
 PACKAGE = paths.REPO / "cephperf"
 
 
-def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH):
+def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH, gate_args: tuple[str, ...] = ()):
     """(name, command, inputs): a check stage with inputs is skipped when it
     passed before on the same inputs; the others skip their own work.
     `ci` and `bench` hold the programs (tests put stand-ins there)."""
     debs = paths.release_out(profile)
     node_side = PACKAGE / "runtime"
+    gate_out = paths.reports("gate-release")
+    gate_key = []
+    if gate_args:
+        # another gate's verdict must neither reuse nor overwrite the default one
+        gate_key = [" ".join(gate_args)]
+        gate_out = paths.reports("gate-release-" + hash_inputs([("gate-args", gate_key[0])])[:12])
     return [
         # first: packages built on a pin Debian has moved past would be replaced by apt
         ("check-debian", [ci / "check-debian"], None),
@@ -53,16 +64,17 @@ def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH):
         ("publish-repo", [ci / "publish-repo", "--debs", debs], None),
         ("upgrade-test", [ci / "upgrade-test"],
          [debs / "stamp.json", PACKAGE / "stages" / "upgrade_test.py", PACKAGE / "nodes.py", node_side]),
-        ("gate", [bench / "gate", "--baseline", "debian", "--candidate", debs, "--out", paths.reports("gate-release")],
-         [debs / "stamp.json", paths.BENCH, PACKAGE / "bench", PACKAGE / "stages" / "gate.py", node_side]),
+        ("gate", [bench / "gate", "--baseline", "debian", "--candidate", debs, "--out", gate_out, *gate_args],
+         [debs / "stamp.json", paths.BENCH, PACKAGE / "bench", PACKAGE / "stages" / "gate.py", node_side, *gate_key]),
     ]
 
 
 def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profile", choices=["osd-only", "full"], default="osd-only")
+    p.add_argument("gate_args", nargs="*", metavar="-- GATE-ARGS", help="passed to bench/gate")
     args = p.parse_args()
-    return run_stages(stages(args.profile))
+    return run_stages(stages(args.profile, gate_args=tuple(args.gate_args)))
 
 
 def run_stages(chain: list) -> int:
@@ -73,7 +85,8 @@ def run_stages(chain: list) -> int:
         passed = paths.reports("release") / f"{name}.json"
         key = None
         if check_inputs is not None:
-            key = hash_inputs([(str(p), p) for p in check_inputs if Path(p).exists()])
+            # a string among the inputs (the gate's extra arguments) counts as itself
+            key = hash_inputs([(str(p), p) for p in check_inputs if isinstance(p, str) or Path(p).exists()])
             stamp = read_stamp(passed)
             if stamp and stamp.get("inputs") == key:
                 log(f"stage {name}: passed before on the same packages and tools, skipped")

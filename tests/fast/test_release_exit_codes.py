@@ -55,6 +55,19 @@ class ReleaseExitCodeTest(unittest.TestCase):
         self.assertEqual(self.calls()[-1], "audit-flags")
         self.assertNotIn("gate", self.calls())
 
+    def test_gate_arguments_reach_the_gate_and_its_up_to_date_key(self):
+        chain = release.stages("osd-only", self.ci, self.bench, ("--candidate-conf", "debug-20.conf"))
+        gate = dict((name, cmd) for name, cmd, _ in chain)["gate"]
+        self.assertEqual([str(c) for c in gate[-2:]], ["--candidate-conf", "debug-20.conf"])
+        default = dict((name, cmd) for name, cmd, _ in release.stages("osd-only", self.ci, self.bench))["gate"]
+        # its own report directory: the default gate's report is not overwritten
+        self.assertNotEqual(gate[gate.index("--out") + 1], default[default.index("--out") + 1])
+        self.assertEqual(self.release_with("none", 0), 0)
+        # the default gate passed; the same release with other gate arguments runs its gate again
+        with mock.patch.dict(os.environ, {"STAND_IN_FAIL": "gate", "STAND_IN_CODE": "1"}):
+            self.assertEqual(release.run_stages(chain), 1)
+        self.assertEqual(self.calls().count("gate"), 2)
+
     def test_every_stage_passing_exits_0(self):
         self.assertEqual(self.release_with("none", 0), 0)
         self.assertEqual(self.calls()[0], "check-debian")
