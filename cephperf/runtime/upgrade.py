@@ -28,6 +28,20 @@ def apt_install(*args: str) -> None:
     sh("apt-get", "install", "-y", "-q", "-o", "Dpkg::Options::=--force-confold", *args, timeout=900, env=env)
 
 
+def programs_that_cannot_load(pkg: str) -> list[str]:
+    """The package's programs whose shared libraries the loader cannot find,
+    each with ldd's line: a program linked with a build tree's RUNPATH finds
+    no libceph-common.so.2 on an installed system."""
+    missing = []
+    for path in sh("dpkg", "-L", pkg).stdout.split():
+        program = Path(path)
+        if program.parent.name in ("bin", "sbin") and program.is_file() \
+                and program.open("rb").read(4) == b"\x7fELF":
+            out = sh("ldd", program, check=False).stdout
+            missing += [f"{program.name}: {line.strip()}" for line in out.splitlines() if "not found" in line]
+    return missing
+
+
 def swap_package(cluster: Cluster, *apt_args: str, want: str) -> str:
     """Stop the OSD, change ceph-osd with apt, start it again on the same store."""
     cluster.stop_osd()
@@ -53,6 +67,10 @@ def upgrade_and_downgrade(spec: NodeSpec, cluster: Cluster, result: dict) -> Non
     objects.verify("written by Debian's ceph-osd")
 
     now = swap_package(cluster, "ceph-osd", want=candidate)
+    unloadable = programs_that_cannot_load("ceph-osd")
+    if unloadable:
+        raise NodeError(f"ceph-osd {now}: programs that cannot load: {'; '.join(unloadable)}")
+    result["steps"].append(f"every program of ceph-osd {now} finds its shared libraries (ldd)")
     objects.verify(f"after the upgrade to {now}")
     objects.write("perf")
     objects.verify(f"written by {now}")
