@@ -119,6 +119,30 @@ def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
 STATIC_COMMON_TARGETS = ("ceph-osd", "ceph-fuse")
 
 
+# The binaries debian/rules stages in the osd-only profile by copying them out
+# of the build tree (no "make install", which would build every target), so
+# their link commands must already carry the RUNPATH an install would write.
+STAGED_TARGETS = ("ceph-osd", "ceph-bluestore-tool", "ceph-objectstore-tool", "ceph-osdomap-tool",
+                  "ceph-erasure-code-tool", "ceph-fuse")
+
+
+def staged_runpath_problems(target: str, link_command: str) -> list[str]:
+    """A staged binary linked with a library search path an installed system
+    lacks: the build tree's (the tools then find no libceph-common.so.2,
+    which Debian keeps in /usr/lib/<triplet>/ceph), or CMake's padding of
+    empty entries, which only an install rewrites."""
+    entries = []
+    for word in shlex.split(link_command):
+        if word.startswith("-Wl,-rpath,"):
+            entries += word[len("-Wl,-rpath,"):].split(":")
+    outside = [e for e in entries if not e.startswith("/usr/lib/")]
+    if not outside:
+        return []
+    shown = repr(outside[0]) if outside[0] else "an empty entry"
+    return [f"{target} is linked with RUNPATH {shown}, and debian/rules copies it out of the build tree: "
+            "configure the osd-only profile with -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON"]
+
+
 def static_common_problems(target: str, link_command: str) -> list[str]:
     """What is wrong with one target's link command, as CMake wrote it."""
     words = shlex.split(link_command)

@@ -32,7 +32,8 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import EXIT_ERROR, hash_inputs, log, main_wrapper, write_atomic
-from cephperf.build.flags import STATIC_COMMON_TARGETS, judge_case, render_markdown, static_common_problems
+from cephperf.build.flags import (STAGED_TARGETS, STATIC_COMMON_TARGETS, judge_case, render_markdown,
+                                  staged_runpath_problems, static_common_problems)
 from cephperf.build.roots import Root
 from cephperf.stage import produce
 from cephperf.stages.source import assembled
@@ -47,7 +48,7 @@ PROFILES = {"a": "pkg.ceph.osd-only", "a-lto": "pkg.ceph.osd-only,pkg.ceph.lto",
 
 def linked_targets(case: str) -> tuple[str, ...]:
     """The binaries whose link commands a case judges: those the osd-only packages ship."""
-    return STATIC_COMMON_TARGETS if "pkg.ceph.osd-only" in PROFILES.get(case, "").split(",") else ()
+    return STAGED_TARGETS if "pkg.ceph.osd-only" in PROFILES.get(case, "").split(",") else ()
 
 
 def run_case(root: Root, tree: Path, case: str, cdir: Path) -> dict:
@@ -58,7 +59,7 @@ def run_case(root: Root, tree: Path, case: str, cdir: Path) -> dict:
     with open(cdir / "configure.log", "w") as logf:
         env = {"CASE": case, "OUT": str(cdir), "FIXTURE": str(paths.ROCKSDB_PREFIX_FIXTURE),
                "MINIMAL": str(paths.OSD_MINIMAL), "RULES_DELTA": str(RULES_DELTA),
-               "PROFILES": PROFILES.get(case, ""), "STATIC_COMMON_TARGETS": " ".join(linked_targets(case))}
+               "PROFILES": PROFILES.get(case, ""), "LINKED_TARGETS": " ".join(linked_targets(case))}
         rc = root.run(["bash", str(SCRIPT)], cwd=tree, env=env, scratch=[tree], stdout=logf)
     seconds = time.monotonic() - t0
     if rc != 0:
@@ -69,7 +70,10 @@ def run_case(root: Root, tree: Path, case: str, cdir: Path) -> dict:
         res = judge_case(case, json.loads((cdir / "ceph.json").read_text()),
                          json.loads((cdir / "rocksdb.json").read_text()))
         for target in linked_targets(case):
-            res["problems"] += static_common_problems(target, (cdir / f"link-{target}.txt").read_text())
+            link_command = (cdir / f"link-{target}.txt").read_text()
+            res["problems"] += staged_runpath_problems(target, link_command)
+            if target in STATIC_COMMON_TARGETS:
+                res["problems"] += static_common_problems(target, link_command)
         res["ok"] = not res["problems"]
     res.update(seconds=round(seconds, 1), expected="fail" if case in EXPECT_FAIL else "pass")
     log(f"case {case}: {'PASS' if res['ok'] else 'FAIL'} in {seconds:.0f} s (expected {res['expected']})")

@@ -6,7 +6,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from cephperf.build.flags import judge_case, static_common_problems
+from cephperf.build.flags import judge_case, staged_runpath_problems, static_common_problems
 from cephperf.runtime.patch_tests_helper import command_for, load_database, retarget
 
 GOOD = "-g -O2 -fstack-protector-strong -D_FORTIFY_SOURCE=2 -DNDEBUG"
@@ -101,6 +101,34 @@ class StaticCommonLinkTest(unittest.TestCase):
         problems = static_common_problems("ceph-fuse", FUSE_STATIC + " -lceph-common")
         self.assertEqual(len(problems), 1, problems)
         self.assertIn("-lceph-common", problems[0])
+
+
+# A staged tool's link command (shortened): as CMake links it for the build
+# tree, and with the install RUNPATH (CMAKE_BUILD_WITH_INSTALL_RPATH).
+TOOL_BUILD_TREE = ("/usr/bin/c++ -g -O2 CMakeFiles/ceph-bluestore-tool.dir/bluestore_tool.cc.o "
+                   "-o ../../bin/ceph-bluestore-tool -Wl,-rpath,/build/ceph-perf/src/obj-x86_64-linux-gnu/lib: "
+                   "../../lib/libceph-common.so.2")
+TOOL_INSTALLED = ("/usr/bin/c++ -g -O2 CMakeFiles/ceph-bluestore-tool.dir/bluestore_tool.cc.o "
+                  "-o ../../bin/ceph-bluestore-tool -Wl,-rpath,/usr/lib/x86_64-linux-gnu/ceph "
+                  "../../lib/libceph-common.so.2")
+
+
+class StagedRunpathTest(unittest.TestCase):
+    def test_the_install_runpath_and_none_pass(self):
+        self.assertEqual(staged_runpath_problems("ceph-bluestore-tool", TOOL_INSTALLED), [])
+        self.assertEqual(staged_runpath_problems("ceph-fuse", FUSE_STATIC), [])
+
+    def test_the_build_trees_library_path_is_named(self):
+        problems = staged_runpath_problems("ceph-bluestore-tool", TOOL_BUILD_TREE)
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("ceph-bluestore-tool is linked with RUNPATH '/build/ceph-perf/src/obj-x86_64-linux-gnu/lib'",
+                      problems[0])
+        self.assertIn("CMAKE_BUILD_WITH_INSTALL_RPATH=ON", problems[0])
+
+    def test_cmakes_padding_is_named(self):
+        problems = staged_runpath_problems("ceph-fuse", FUSE_STATIC + " -Wl,-rpath,::::::::")
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("an empty entry", problems[0])
 
 
 class PatchTestsHelperTest(unittest.TestCase):

@@ -7,12 +7,16 @@ export CMAKE_EXPORT_COMPILE_COMMANDS=ON   # cmake >= 3.17 reads it, RocksDB's co
 case "$CASE" in
   a|a-debian|a-lto)
     if [ "$CASE" = a-debian ]; then patch -R -p1 -s --fuzz=0 < "$RULES_DELTA"; fi
-    # $PROFILES and $STATIC_COMMON_TARGETS come from ci/check-flags' table of cases
+    # $PROFILES and $LINKED_TARGETS come from ci/check-flags' table of cases
     dpkg-buildpackage -T override_dh_auto_configure --no-sign -nc ${PROFILES:+--build-profiles=$PROFILES}
     B=obj-$(dpkg-architecture -qDEB_HOST_GNU_TYPE)
     # the link commands of the binaries the osd-only packages ship (dh's
     # cmake build system writes Makefiles: one link.txt per target)
-    for t in $STATIC_COMMON_TARGETS; do cp "$B/src/CMakeFiles/$t.dir/link.txt" "$OUT/link-$t.txt"; done ;;
+    for t in $LINKED_TARGETS; do
+      link=$(find "$B/src" -path "*/CMakeFiles/$t.dir/link.txt" -print -quit)
+      [ -n "$link" ] || { echo "no link command for $t under $B/src" >&2; exit 3; }
+      cp "$link" "$OUT/link-$t.txt"
+    done ;;
   b)
     env -u CFLAGS -u CXXFLAGS -u CPPFLAGS -u LDFLAGS \
       cmake -S . -B /tmp/b -G Ninja -C "$MINIMAL" -DCMAKE_BUILD_TYPE=RelWithDebInfo
