@@ -29,16 +29,20 @@ def apt_install(*args: str) -> None:
 
 
 def programs_that_cannot_load(pkg: str) -> list[str]:
-    """The package's programs whose shared libraries the loader cannot find,
-    each with ldd's line: a program linked with a build tree's RUNPATH finds
-    no libceph-common.so.2 on an installed system."""
+    """The package's programs that the loader cannot start, each with ldd's
+    line: a library not found (a build tree's RUNPATH finds no
+    libceph-common.so.2 on an installed system), or a symbol no loaded library
+    defines (a tool built against our patched common code, run over Debian's
+    libceph-common)."""
     missing = []
     for path in sh("dpkg", "-L", pkg).stdout.split():
         program = Path(path)
         if program.parent.name in ("bin", "sbin") and program.is_file() \
                 and program.open("rb").read(4) == b"\x7fELF":
-            out = sh("ldd", program, check=False).stdout
-            missing += [f"{program.name}: {line.strip()}" for line in out.splitlines() if "not found" in line]
+            # -r: resolve every symbol now, as the packages' BIND_NOW start does
+            ldd = sh("ldd", "-r", program, check=False)
+            missing += [f"{program.name}: {line.strip()}" for line in (ldd.stdout + ldd.stderr).splitlines()
+                        if "not found" in line or "undefined symbol" in line]
     return missing
 
 
@@ -70,7 +74,7 @@ def upgrade_and_downgrade(spec: NodeSpec, cluster: Cluster, result: dict) -> Non
     unloadable = programs_that_cannot_load("ceph-osd")
     if unloadable:
         raise NodeError(f"ceph-osd {now}: programs that cannot load: {'; '.join(unloadable)}")
-    result["steps"].append(f"every program of ceph-osd {now} finds its shared libraries (ldd)")
+    result["steps"].append(f"every program of ceph-osd {now} finds its libraries and symbols (ldd -r)")
     objects.verify(f"after the upgrade to {now}")
     objects.write("perf")
     objects.verify(f"written by {now}")

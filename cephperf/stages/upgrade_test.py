@@ -9,7 +9,7 @@ signed; its apt-line.txt says how to reach it):
   2. a one-OSD cluster is made with Debian's packages and objects of 1 B to
      4 MiB are written with known sha256 sums;
   3. ceph-osd is upgraded to ours with apt-get; every program it ships must
-     find its shared libraries (ldd); the OSD restarts on the same
+     find its shared libraries and symbols (ldd -r); the OSD restarts on the same
      store and every object must list and read back intact; more are written;
   4. ceph-osd is downgraded to Debian's with apt-get; every object, including
      those our OSD wrote, must read back intact.
