@@ -37,12 +37,15 @@ def programs_that_cannot_load(pkg: str) -> list[str]:
     missing = []
     for path in sh("dpkg", "-L", pkg).stdout.split():
         program = Path(path)
-        if program.parent.name in ("bin", "sbin") and program.is_file() \
-                and program.open("rb").read(4) == b"\x7fELF":
-            # -r: resolve every symbol now, as the packages' BIND_NOW start does
-            ldd = sh("ldd", "-r", program, check=False)
-            missing += [f"{program.name}: {line.strip()}" for line in (ldd.stdout + ldd.stderr).splitlines()
-                        if "not found" in line or "undefined symbol" in line]
+        if program.parent.name not in ("bin", "sbin") or not program.is_file():
+            continue
+        with program.open("rb") as f:
+            if f.read(4) != b"\x7fELF":
+                continue  # a script (ceph-clsinfo, mount.fuse.ceph)
+        # -r: resolve every symbol now, as the packages' BIND_NOW start does
+        ldd = sh("ldd", "-r", program, check=False)
+        missing += [f"{program.name}: {line.strip()}" for line in (ldd.stdout + ldd.stderr).splitlines()
+                    if "not found" in line or "undefined symbol" in line]
     return missing
 
 
