@@ -112,16 +112,13 @@ def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
             "commands": {"rocksdb": counts["RocksDB"], "ceph": counts["Ceph"]}, "probes": shown}
 
 
-# The binaries of the osd-only packages, which are installed over Debian's set:
-# each must carry Ceph's common code itself (upstream's static "common"
-# archive), since Debian's libceph-common.so lacks what our series adds (the
-# options table first of all).
-STATIC_COMMON_TARGETS = ("ceph-osd", "ceph-fuse")
-
-
 # The binaries debian/rules stages in the osd-only profile by copying them out
-# of the build tree (no "make install", which would build every target), so
-# their link commands must already carry the RUNPATH an install would write.
+# of the build tree (no "make install", which would build every target). Their
+# link commands must already carry the RUNPATH an install would write; and,
+# since those packages are installed over Debian's set, each must carry Ceph's
+# common code itself (upstream's static "common" archive): Debian's
+# libceph-common.so lacks what our series changes (the options it adds,
+# TrackedOp's new functions).
 STAGED_TARGETS = ("ceph-osd", "ceph-bluestore-tool", "ceph-objectstore-tool", "ceph-osdomap-tool",
                   "ceph-erasure-code-tool", "ceph-fuse")
 
@@ -150,7 +147,8 @@ def static_common_problems(target: str, link_command: str) -> list[str]:
     shared = [w for w in words if w == "-lceph-common" or "libceph-common.so" in w]
     if shared:
         problems.append(f"{target} links {shared[0]}: installed over Debian's set it would load Debian's "
-                        "common code, whose options table lacks the options our series adds")
+                        "common code, which lacks what our series changes there (the options it adds, "
+                        "TrackedOp's new functions); link it with global-static and common, as ceph-osd is")
     if not any(w.endswith("/libcommon.a") or w == "libcommon.a" for w in words):
         problems.append(f"{target} does not link the static common archive (libcommon.a)")
     return problems

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import EXIT_ERROR, hash_inputs, log, main_wrapper, write_atomic
-from cephperf.build.flags import (STAGED_TARGETS, STATIC_COMMON_TARGETS, judge_case, render_markdown,
+from cephperf.build.flags import (STAGED_TARGETS, judge_case, render_markdown,
                                   staged_runpath_problems, static_common_problems)
 from cephperf.build.roots import Root
 from cephperf.stage import produce
@@ -72,8 +72,7 @@ def run_case(root: Root, tree: Path, case: str, cdir: Path) -> dict:
         for target in linked_targets(case):
             link_command = (cdir / f"link-{target}.txt").read_text()
             res["problems"] += staged_runpath_problems(target, link_command)
-            if target in STATIC_COMMON_TARGETS:
-                res["problems"] += static_common_problems(target, link_command)
+            res["problems"] += static_common_problems(target, link_command)
         res["ok"] = not res["problems"]
     res.update(seconds=round(seconds, 1), expected="fail" if case in EXPECT_FAIL else "pass")
     log(f"case {case}: {'PASS' if res['ok'] else 'FAIL'} in {seconds:.0f} s (expected {res['expected']})")

@@ -113,6 +113,21 @@ TOOL_INSTALLED = ("/usr/bin/c++ -g -O2 CMakeFiles/ceph-bluestore-tool.dir/bluest
                   "../../lib/libceph-common.so.2")
 
 
+class ToolStaticCommonTest(unittest.TestCase):
+    def test_a_tool_linked_as_upstream_links_it_is_named(self):
+        # what the first release build of +perf5 shipped: the tool could not
+        # start over Debian's libceph-common (undefined TrackedOp symbol)
+        problems = static_common_problems("ceph-bluestore-tool", TOOL_INSTALLED)
+        self.assertEqual(len(problems), 2, problems)
+        self.assertIn("ceph-bluestore-tool links ../../lib/libceph-common.so.2", problems[0])
+        self.assertIn("global-static and common", problems[0])
+
+    def test_a_tool_linked_with_the_static_archives_passes(self):
+        static = TOOL_INSTALLED.replace("../../lib/libceph-common.so.2",
+                                        "../../lib/libos.a ../../lib/libglobal-static.a ../../lib/libcommon.a")
+        self.assertEqual(static_common_problems("ceph-bluestore-tool", static), [])
+
+
 class StagedRunpathTest(unittest.TestCase):
     def test_the_install_runpath_and_none_pass(self):
         self.assertEqual(staged_runpath_problems("ceph-bluestore-tool", TOOL_INSTALLED), [])
