@@ -3,11 +3,11 @@ unit the series touches compiles, the options code generates, and the unit tests
 the series adds build and pass (patches/unit-tests.toml)."""
 import json
 import subprocess
-import tomllib
 import unittest
 
 from tests.helpers import REPO
 
+from cephperf.common import load_toml
 from cephperf.paths import UNIT_TESTS, reports
 
 
@@ -24,7 +24,7 @@ class PatchTests(unittest.TestCase):
                    "src/client/fuse_ll.cc", "src/rocksdb/db/log_writer.cc"):
             self.assertIn(tu, compiled)
         # every test the series declares ran, and passed
-        declared = tomllib.loads(UNIT_TESTS.read_text())
+        declared = load_toml(UNIT_TESTS)
         self.assertEqual({t["name"]: t["rc"] for t in res["tests"]}, {name: 0 for name in declared})
         print(r.stdout)
 
