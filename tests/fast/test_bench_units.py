@@ -11,7 +11,7 @@ from cephperf.bench.functions import tables
 from cephperf.bench.paired import judge_paired
 from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
-from cephperf.runtime.cluster import cause
+from cephperf.runtime.cluster import Cluster, cause
 from cephperf.runtime.instrument import estimated_cycles, function_name, parse_annotation, totals, wrap
 from cephperf.runtime.fio import FioWatch, parse_fio
 from cephperf.runtime.fio_rbd import job_args
@@ -210,6 +210,20 @@ class InstrumentTest(unittest.TestCase):
         self.assertIn("--fair-sched=yes", argv)
         self.assertIn("--instr-atstart=no", argv)
         self.assertEqual(argv[-3:], ["/usr/bin/ceph-osd", "-i", "0"])
+
+    def test_counted_rounds_skip_the_osds_start_up_benchmark_native_rounds_keep_it(self):
+        # Under callgrind the mClock start-up benchmark's writes and the mon's
+        # MConfig reply to its result landed in some windows (instrument.STARTUP).
+        def osd_section(instrument):
+            with tempfile.TemporaryDirectory() as tmp:
+                cluster = Cluster(NodeSpec(state_dir=tmp, port=1, v1_port=2, instrument=instrument))
+                cluster.write_conf()
+                text = cluster.conf.read_text()
+            return text.split("[osd]\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        counted = osd_section("callgrind")
+        self.assertIn("osd_mclock_skip_benchmark = true", counted)
+        self.assertIn("bluestore_cache_trim_interval = 1.5", counted)
+        self.assertFalse([line for line in osd_section(None) if line.startswith("osd_mclock_skip_benchmark")])
 
     def test_totals_and_estimated_cycles(self):
         ev = totals(DUMP_HEAD)
