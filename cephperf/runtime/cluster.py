@@ -91,7 +91,7 @@ class Cluster:
 
     def write_conf(self):
         conf = base_conf(self.state, self.spec)
-        layers = list(instrument.COUNTED_CONF) if self.spec.instrument else []
+        layers = instrument.COUNTED_CONF if self.spec.instrument else ()
         for section, values in (kv for layer in [*layers, self.spec.conf] for kv in layer.items()):
             for k, v in values.items():
                 names = debug_subsystems() if k == "debug_*" else [k]  # every debug subsystem this build knows

@@ -6,7 +6,7 @@ import unittest
 from pathlib import Path
 
 from cephperf.bench.report import markdown
-from cephperf.bench.rounds import COUNTED_CAP_SECONDS, load_profile, parse_source, round_spec
+from cephperf.bench.rounds import COUNTED_CAP_SECONDS, load_profile, parse_source, read_conf_file, round_spec
 from cephperf.bench.functions import tables
 from cephperf.bench.paired import judge_paired
 from cephperf.common import EXIT_ERROR, StageError, load_toml
@@ -218,12 +218,11 @@ class InstrumentTest(unittest.TestCase):
             with tempfile.TemporaryDirectory() as tmp:
                 cluster = Cluster(NodeSpec(state_dir=tmp, port=1, v1_port=2, instrument=instrument))
                 cluster.write_conf()
-                text = cluster.conf.read_text()
-            return text.split("[osd]\n", 1)[1].split("\n\n", 1)[0].splitlines()
+                return read_conf_file(cluster.conf)["osd"]
         counted = osd_section("callgrind")
-        self.assertIn("osd_mclock_skip_benchmark = true", counted)
-        self.assertIn("bluestore_cache_trim_interval = 1.5", counted)
-        self.assertFalse([line for line in osd_section(None) if line.startswith("osd_mclock_skip_benchmark")])
+        self.assertEqual(counted["osd_mclock_skip_benchmark"], "true")
+        self.assertEqual(counted["bluestore_cache_trim_interval"], "1.5")
+        self.assertNotIn("osd_mclock_skip_benchmark", osd_section(None))
 
     def test_totals_and_estimated_cycles(self):
         ev = totals(DUMP_HEAD)
