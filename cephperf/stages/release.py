@@ -6,7 +6,8 @@ gate) that already passed on the same packages with the same tools.
 
   check-debian -> source -> buildroot -> check-flags -> patch-tests
          -> source-package -> build-release (the .dsc, in a clean root; blhc, lintian)
-         -> audit-flags -> io-mock-test -> publish-repo -> upgrade-test
+         -> audit-flags -> io-mock-test -> onode-cache-test -> publish-repo
+         -> upgrade-test
          -> gate (candidate vs Debian stock)
 
   --profile osd-only (default): ceph-osd + ceph-fuse (+ -dbg) over Debian's set,
@@ -61,6 +62,8 @@ def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH, gate_args: tu
           PACKAGE / "build" / "elf.py", paths.AUDIT_RULES]),
         ("io-mock-test", [ci / "io-mock-test", "--debs", debs],
          [debs / "stamp.json", PACKAGE / "stages" / "io_mock_test.py", PACKAGE / "nodes.py", node_side]),
+        ("onode-cache-test", [ci / "onode-cache-test", "--debs", debs],
+         [debs / "stamp.json", PACKAGE / "stages" / "onode_cache_test.py", PACKAGE / "nodes.py", node_side]),
         ("publish-repo", [ci / "publish-repo", "--debs", debs], None),
         ("upgrade-test", [ci / "upgrade-test"],
          [debs / "stamp.json", PACKAGE / "stages" / "upgrade_test.py", PACKAGE / "nodes.py", node_side]),

@@ -1,0 +1,179 @@
+"""Runs inside a throwaway overlay of the trixie runtime root (ci/onode-cache-test).
+
+Checks patches/bluestore-onode-lookup-once.patch on a one-OSD cluster running
+the candidate's ceph-osd: absent objects remembered in the onode cache
+(bluestore_onode_cache_absent) and the key self-check behind an option
+(bluestore_onode_key_self_check). Each round sets the options at run time, as
+an operator would (`ceph tell osd.0 config set`), then:
+  1. reads one missing object READS times: the onode cache's miss counter
+     (onode_misses) grows once with absent entries on, once per read
+     with them off;
+  2. an object read while missing, then written, reads back as written;
+  3. an object written, removed, read while missing and written again reads
+     back its second contents, and a removed one stays missing;
+  4. a copy (`rados cp`, the OSD's copy-from) to a name read while missing,
+     larger than one copy chunk: the OSD writes a temporary object and
+     renames it into place (PrimaryLogPG::process_copy_chunk), which
+     replaces the absent entry;
+  5. after a pool snapshot, an object is overwritten (BlueStore creates its
+     clone): the snapshot reads the old contents, the head the new.
+Last, the OSD restarts and every object reads back as last written.
+Every wait is bounded; a step that fails is named in the record (record.json).
+"""
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from .checks import install_packages, installed_version, osd_has_option
+from .cluster import Cluster
+from .record import NodeError, recorded
+from .shell import sh
+from .spec import NodeSpec
+
+READS = 20
+# copy-from moves this much per round trip; an object larger than one chunk is
+# copied into a temporary object, renamed into place at the end
+COPY_CHUNK = 65536
+COPY_SIZE = 5 * COPY_CHUNK
+# (cache_absent, key_self_check) per round: the default first, then each switch
+ROUNDS = [(True, False), (False, False), (True, True)]
+
+
+class Store:
+    """Objects with known contents, written and read back with rados."""
+
+    def __init__(self, cluster: Cluster, work: Path):
+        self.cluster, self.work, self.sums = cluster, work, {}
+
+    def rados(self, *args, timeout=120, check=True):
+        return sh(*self.cluster.rados, *args, timeout=timeout, check=check)
+
+    def put(self, name: str, size: int = 4096) -> None:
+        data = os.urandom(size)
+        path = self.work / "put"
+        path.write_bytes(data)
+        self.rados("put", name, path)
+        path.unlink()
+        self.sums[name] = hashlib.sha256(data).hexdigest()
+
+    def remove(self, name: str) -> None:
+        self.rados("rm", name)
+        del self.sums[name]
+
+    def check(self, step: str, name: str, snap: str | None = None, want: str | None = None) -> None:
+        out = self.work / "get"
+        # a read blocks until the PG is active: the wait is the read
+        self.rados(*(["-s", snap] if snap else []), "get", name, out, timeout=300)
+        got = hashlib.sha256(out.read_bytes()).hexdigest()
+        out.unlink()
+        if got != (want or self.sums[name]):
+            raise NodeError(f"{step}: {name}{'@' + snap if snap else ''} does not read back as written")
+
+    def missing(self, step: str, name: str) -> None:
+        r = self.rados("stat", name, check=False)
+        if r.returncode == 0 or "No such file" not in r.stderr:
+            raise NodeError(f"{step}: stat of {name} should fail with ENOENT; got exit {r.returncode}: "
+                            f"{(r.stdout + r.stderr).strip()[-200:]}")
+
+
+def onode_counters(cluster: Cluster) -> tuple[int, int]:
+    dump = json.loads(cluster.ceph("tell", "osd.0", "perf", "dump", "bluestore").stdout)["bluestore"]
+    return dump["onode_hits"], dump["onode_misses"]
+
+
+def set_options(cluster: Cluster, cache_absent: bool, self_check: bool) -> None:
+    for key, value in (("bluestore_onode_cache_absent", cache_absent),
+                       ("bluestore_onode_key_self_check", self_check)):
+        cluster.ceph("tell", "osd.0", "config", "set", key, str(value).lower())
+        got = cluster.ceph("tell", "osd.0", "config", "get", key).stdout
+        if json.loads(got).get(key) != str(value).lower():
+            raise NodeError(f"osd.0 did not take {key} = {value}: {got.strip()}")
+
+
+def one_round(cluster: Cluster, store: Store, tag: str, cache_absent: bool, self_check: bool) -> list[str]:
+    set_options(cluster, cache_absent, self_check)
+    setting = f"cache_absent={cache_absent}, key_self_check={self_check}"
+    steps = []
+
+    hits0, misses0 = onode_counters(cluster)
+    for _ in range(READS):
+        store.missing("repeated reads of a missing object", f"{tag}-never")
+    hits1, misses1 = onode_counters(cluster)
+    misses, hits = misses1 - misses0, hits1 - hits0
+    if cache_absent and misses > 2:
+        raise NodeError(f"{setting}: {READS} reads of one missing object missed the onode cache "
+                        f"{misses} times; an absent entry should answer all but the first")
+    if not cache_absent and misses < READS:
+        raise NodeError(f"{setting}: {READS} reads of one missing object missed the onode cache only "
+                        f"{misses} times with absent entries off")
+    steps.append(f"{setting}: {READS} reads of a missing object: {misses} onode cache misses, {hits} hits")
+
+    store.missing("read before the write", f"{tag}-new")
+    store.put(f"{tag}-new")
+    store.check("written after a read found it missing", f"{tag}-new")
+
+    store.put(f"{tag}-again")
+    store.remove(f"{tag}-again")
+    store.missing("read after remove", f"{tag}-again")
+    store.put(f"{tag}-again")
+    store.check("written again after remove", f"{tag}-again")
+    store.put(f"{tag}-gone")
+    store.remove(f"{tag}-gone")
+    store.missing("removed object", f"{tag}-gone")
+
+    store.put(f"{tag}-src", COPY_SIZE)
+    store.missing("read of the copy's target", f"{tag}-dst")
+    store.rados("cp", f"{tag}-src", f"{tag}-dst", timeout=300)
+    store.sums[f"{tag}-dst"] = store.sums[f"{tag}-src"]
+    store.check("copied through a temporary object", f"{tag}-dst")
+
+    store.put(f"{tag}-snapped")
+    store.rados("mksnap", f"{tag}-snap")
+    old = store.sums[f"{tag}-snapped"]
+    store.put(f"{tag}-snapped")  # creates the clone
+    store.check("head after the overwrite", f"{tag}-snapped")
+    store.check("snapshot after the overwrite", f"{tag}-snapped", snap=f"{tag}-snap", want=old)
+    steps.append(f"{setting}: written after a miss, rewritten after remove, copied to a missed name "
+                 f"({COPY_SIZE} B in {COPY_CHUNK} B chunks), cloned by a snapshot: all read back")
+    return steps
+
+
+def onode_cache_osd(spec: NodeSpec, state: Path, steps: list) -> None:
+    conf = {"osd": {"osd_copyfrom_max_chunk": str(COPY_CHUNK)}}
+    cluster = Cluster(dataclasses.replace(spec, state_dir=str(state), conf=conf))
+    try:
+        cluster.up()
+        store = Store(cluster, state)
+        for i, (cache_absent, self_check) in enumerate(ROUNDS):
+            steps += one_round(cluster, store, f"r{i}", cache_absent, self_check)
+        cluster.stop_osd()
+        cluster.start_osd()
+        for name in sorted(store.sums):
+            store.check("after an OSD restart", name)
+        for i in range(len(ROUNDS)):
+            store.missing("after an OSD restart", f"r{i}-gone")
+        steps.append(f"after an OSD restart: all {len(store.sums)} objects read back, removed ones stay missing")
+    finally:
+        cluster.down()
+
+
+def main():
+    spec = NodeSpec.load(Path(sys.argv[1]))
+    state = Path(spec.state_dir)
+    with recorded(state) as result:
+        result["steps"] = []
+        install_packages(spec)
+        result["candidate"] = version = installed_version("ceph-osd")
+        if not osd_has_option("/usr/bin/ceph-osd", "bluestore_onode_cache_absent"):
+            raise NodeError(f"ceph-osd {version} has no bluestore_onode_cache_absent option "
+                            "(it is not built with patches/bluestore-onode-lookup-once.patch)")
+        onode_cache_osd(dataclasses.replace(spec, port=spec.spare_ports[0], v1_port=spec.spare_ports[1]),
+                        state / "osd", result["steps"])
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""ci/onode-cache-test: the onode lookup patch on a one-OSD cluster
+(patches/bluestore-onode-lookup-once.patch).
+
+Needs a ceph-osd built with the patch: ci/build-debs' osd-only output, or the
+directory CEPH_PERF_CANDIDATE_DEBS names. CI does not build it (an hour on 2
+cores), so there the test is skipped, and says so; the patch's code is
+compiled in CI by ci/patch-tests, and this test runs where the packages are
+built (ci/release runs ci/onode-cache-test on them).
+"""
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+from tests.helpers import REPO, scratch_dir
+from tests.root.test_io_mock import candidate_debs
+from tests.root.test_upgrade import standin_debs  # Debian's ceph-osd, re-versioned
+
+from cephperf.common import load_pins
+
+
+class OnodeCacheTest(unittest.TestCase):
+    @unittest.skipUnless(candidate_debs(), "no ceph-osd .deb of our pinned version built here "
+                         "(ci/build-debs --profile osd-only, or set CEPH_PERF_CANDIDATE_DEBS)")
+    def test_absent_onodes_are_remembered_and_never_wrong(self):
+        r = subprocess.run([str(REPO / "ci" / "onode-cache-test"), "--debs", str(candidate_debs())],
+                           capture_output=True, text=True, timeout=1500)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr[-4000:])
+        for step in ("cache_absent=True, key_self_check=False: 20 reads of a missing object",
+                     "cache_absent=False, key_self_check=False: 20 reads of a missing object",
+                     "cache_absent=True, key_self_check=True: written after a miss",
+                     "after an OSD restart: all"):
+            self.assertIn(step, r.stderr)
+
+    def test_a_ceph_osd_without_the_option_is_named(self):
+        """Debian's stock ceph-osd has no bluestore_onode_cache_absent: the test says so and exits 1."""
+        with tempfile.TemporaryDirectory(dir=scratch_dir()) as tmp:
+            debs = standin_debs(Path(tmp), load_pins()["ours"]["version"])
+            r = subprocess.run([str(REPO / "ci" / "onode-cache-test"), "--debs", str(debs),
+                                "--out", str(Path(tmp) / "report")],
+                               capture_output=True, text=True, timeout=900)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr[-4000:])
+        self.assertIn("has no bluestore_onode_cache_absent option", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
