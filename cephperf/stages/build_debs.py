@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import time
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from cephperf import paths
@@ -40,6 +41,31 @@ OUR_PROFILES = {"osd-only": ["pkg.ceph.osd-only"], "full": [], "source": []}
 BUILD = paths.RUNTIME / "scripts" / "build-debs.sh"
 LINTIAN = paths.RUNTIME / "scripts" / "lintian.sh"
 PRODUCED = (".deb", ".ddeb", ".buildinfo", ".changes", ".dsc")
+
+
+def changelog_epoch(changelog: Path) -> int:
+    """The time of the newest entry of debian/changelog (its first trailer
+    line), which dpkg takes as SOURCE_DATE_EPOCH."""
+    for line in changelog.read_text().splitlines():
+        if line.startswith(" -- "):
+            try:
+                return int(parsedate_to_datetime(line.split(">", 1)[1].strip()).timestamp())
+            except (IndexError, TypeError, ValueError):
+                break
+    raise StageError(f"{changelog}: no trailer line with a date (' -- NAME <EMAIL>  DATE'); "
+                     "fix the newest entry", EXIT_ERROR)
+
+
+def pin_debian_mtimes(tree: Path) -> int:
+    """Every file under debian/ gets the changelog's time. dpkg-source clamps
+    the debian tarball's mtimes to SOURCE_DATE_EPOCH but keeps older ones, so
+    without this the tarball, and the .dsc that names its checksum, would
+    depend on when ci/source wrote the tree, and a re-run of the release would
+    rebuild the same sources."""
+    epoch = changelog_epoch(tree / "debian" / "changelog")
+    for p in [tree / "debian", *(tree / "debian").rglob("*")]:
+        os.utime(p, (epoch, epoch), follow_symlinks=False)
+    return epoch
 
 
 def build_environment(environ: dict, kind: str, jobs: int | None) -> dict:
@@ -107,6 +133,7 @@ def build(tree: Path, tree_key: str, kind: str, build_env: dict, new: Path) -> d
     for old in work.glob("*.*deb"):
         old.unlink()
     if kind == "source":
+        pin_debian_mtimes(src)
         orig = pinned_file(load_pins(), "orig")
         link = work / orig["name"]
         if not link.exists():

@@ -2,10 +2,14 @@
 console that shows progress and a heartbeat instead of every compile command."""
 import io
 import os
+import subprocess
+import tempfile
 import unittest
+from pathlib import Path
 
 from cephperf.build.buildlog import Console, follow
-from cephperf.stages.build_debs import build_environment, build_key
+from cephperf.common import StageError
+from cephperf.stages.build_debs import build_environment, build_key, changelog_epoch, pin_debian_mtimes
 
 
 class BuildEnvironmentTest(unittest.TestCase):
@@ -76,3 +80,62 @@ class ConsoleTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+CHANGELOG = """tiny (1.0-1) unstable; urgency=medium
+
+  * A test package.
+
+ -- ceph-perf developers <ceph-perf@example.org>  Wed, 25 Nov 2026 00:30:00 +0000
+"""
+
+
+def tiny_source(top: Path, written_at: float) -> Path:
+    """A 3.0 (quilt) source tree whose debian/ files were written at `written_at`."""
+    tree = top / "tiny-1.0"
+    (tree / "debian" / "source").mkdir(parents=True)
+    (tree / "hello.txt").write_text("hello\n")
+    subprocess.run(["tar", "-czf", str(top / "tiny_1.0.orig.tar.gz"), "-C", str(top), "tiny-1.0/hello.txt"],
+                   check=True, timeout=60)
+    files = {"changelog": CHANGELOG, "source/format": "3.0 (quilt)\n", "rules": "#!/usr/bin/make -f\n",
+             "control": "Source: tiny\nMaintainer: X <x@example.org>\n\nPackage: tiny\n"
+                        "Architecture: all\nDescription: t\n t\n"}
+    for name, text in files.items():
+        (tree / "debian" / name).write_text(text)
+    for p in [tree / "debian", *(tree / "debian").rglob("*")]:
+        os.utime(p, (written_at, written_at))
+    return tree
+
+
+class SourcePackageReproducibleTest(unittest.TestCase):
+    def test_the_changelogs_time(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            f = Path(tmp) / "changelog"
+            f.write_text(CHANGELOG)
+            self.assertEqual(changelog_epoch(f), 1795566600)
+            f.write_text("tiny (1.0-1) unstable; urgency=medium\n\n  * no trailer\n")
+            with self.assertRaisesRegex(StageError, "no trailer line"):
+                changelog_epoch(f)
+
+    def debian_tarball(self, written_at: float, pin: bool) -> bytes:
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = tiny_source(Path(tmp), written_at)
+            if pin:
+                pin_debian_mtimes(tree)
+            subprocess.run(["dpkg-source", "-b", tree.name], cwd=tmp, capture_output=True, check=True, timeout=120)
+            return (Path(tmp) / "tiny_1.0-1.debian.tar.xz").read_bytes()
+
+    def test_the_debian_tarball_does_not_depend_on_when_the_tree_was_written(self):
+        """Trees written an hour apart, both before the changelog's date (as
+        ci/source writes them before a release's entry is dated): dpkg-source
+        alone gives two tarballs, and the .dsc two checksums; pinned, one."""
+        before = changelog_epoch_of(CHANGELOG) - 7200
+        self.assertNotEqual(self.debian_tarball(before, pin=False), self.debian_tarball(before + 3600, pin=False))
+        self.assertEqual(self.debian_tarball(before, pin=True), self.debian_tarball(before + 3600, pin=True))
+
+
+def changelog_epoch_of(text: str) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "changelog"
+        f.write_text(text)
+        return changelog_epoch(f)
