@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .build.roots import Root
 from .common import EXIT_ERROR, EXIT_FAIL, StageError, log, rmtree, write_atomic
-from .paths import REPO
+from .paths import REPO, bench_state
 from .runtime.spec import RECORD, NodeSpec
 
 
@@ -62,4 +62,20 @@ def run_check(module: str, spec: NodeSpec, binds: list, out: Path, logs: list[st
             if (state / sub).exists():
                 shutil.copytree(state / sub, out / "log" / Path(sub).parent, dirs_exist_ok=True)
         raise StageError(f"{what} failed: {result.get('error')}", EXIT_FAIL)
+    return result
+
+
+def check_osd_debs(module: str, debs_dir: Path, out: Path, ports: int, logs: list[str], what: str) -> dict:
+    """A node-side check (cephperf.runtime.MODULE) of a build's ceph-osd .deb,
+    installed over Debian's stock packages in a throwaway overlay of the
+    runtime root; its state goes once the check passes."""
+    debs = sorted(d for d in debs_dir.glob("ceph-osd_*.deb"))
+    if not debs:
+        raise StageError(f"{debs_dir}: no ceph-osd_*.deb; build it with ci/build-debs --profile osd-only "
+                         "or name a directory with --debs", EXIT_ERROR)
+    state = bench_state(module.replace("_", "-") + "-test")
+    spec = NodeSpec(state_dir=str(state), spare_ports=[free_port() for _ in range(ports)], debs=[str(d) for d in debs])
+    log(f"{what} with {', '.join(d.name for d in debs)}")
+    result = run_check(module, spec, [debs_dir], out, logs, what)
+    rmtree(state)
     return result

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 from .cluster import Cluster
 from .shell import log, sh
-from .record import NodeError
+from .record import NodeError, recorded
 from .spec import NodeSpec
 
 OBJECT_SIZES = [1, 4096, 65536, 1 << 20, 4 << 20]
@@ -71,6 +72,29 @@ def install_packages(spec: NodeSpec):
 
 def osd_has_option(osd_bin, name, env=None):
     return sh(osd_bin, "--show-config-value", name, check=False, env=env).returncode == 0
+
+
+def candidate_check_main(option: str, patch: str, body) -> int:
+    """main() of a node-side check of a candidate's ceph-osd: the spec named
+    on the command line, the record, the packages installed (their ceph-osd
+    must have `option`, else it was not built with `patch`), then
+    body(spec, state_dir, steps). Exit 0 when every step passed."""
+    spec = NodeSpec.load(Path(sys.argv[1]))
+    state = Path(spec.state_dir)
+    with recorded(state) as result:
+        result["steps"] = []
+        install_candidate(spec, result, option, patch)
+        body(spec, state, result["steps"])
+    return 0 if result["ok"] else 1
+
+
+def install_candidate(spec: NodeSpec, result: dict, option: str, patch: str) -> None:
+    """The candidate's packages over the stock ones, its ceph-osd version in
+    the record; a ceph-osd without `option` was not built with `patch`."""
+    install_packages(spec)
+    result["candidate"] = version = installed_version("ceph-osd")
+    if not osd_has_option("/usr/bin/ceph-osd", option):
+        raise NodeError(f"ceph-osd {version} has no {option} option (it is not built with patches/{patch})")
 
 
 # Upstream's way to skip device IO, for a ceph-osd without bluestore_io_mock

@@ -21,10 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-from .checks import Objects, install_packages, installed_version, osd_has_option
+from .checks import Objects, candidate_check_main
 from .cluster import Cluster
 from .shell import log, sh
-from .record import NodeError, recorded
+from .record import NodeError
 from .spec import NodeSpec
 
 EXIT_WAIT = 180  # a refused mount must end the daemon well within this
@@ -135,21 +135,14 @@ def osd_with_data(spec: NodeSpec, state: Path, steps: list) -> None:
         cluster.down()
 
 
+def io_mock_checks(spec: NodeSpec, state: Path, steps: list) -> None:
+    first, second = spec.spare_ports[:2], spec.spare_ports[2:4]
+    mocked_osd(dataclasses.replace(spec, port=first[0], v1_port=first[1]), state / "mocked", steps)
+    osd_with_data(dataclasses.replace(spec, port=second[0], v1_port=second[1]), state / "with-data", steps)
+
+
 def main():
-    spec = NodeSpec.load(Path(sys.argv[1]))
-    state = Path(spec.state_dir)
-    with recorded(state) as result:
-        result["steps"] = []
-        install_packages(spec)
-        result["candidate"] = version = installed_version("ceph-osd")
-        if not osd_has_option("/usr/bin/ceph-osd", "bluestore_io_mock"):
-            raise NodeError(f"ceph-osd {version} has no bluestore_io_mock option "
-                            "(it is not built with patches/bluestore-io-mock.patch)")
-        first, second = spec.spare_ports[:2], spec.spare_ports[2:4]
-        mocked_osd(dataclasses.replace(spec, port=first[0], v1_port=first[1]), state / "mocked", result["steps"])
-        osd_with_data(dataclasses.replace(spec, port=second[0], v1_port=second[1]), state / "with-data",
-                      result["steps"])
-    return 0 if result["ok"] else 1
+    return candidate_check_main("bluestore_io_mock", "bluestore-io-mock.patch", io_mock_checks)
 
 
 if __name__ == "__main__":

@@ -27,9 +27,9 @@ import os
 import sys
 from pathlib import Path
 
-from .checks import install_packages, installed_version, osd_has_option
+from .checks import candidate_check_main
 from .cluster import Cluster
-from .record import NodeError, recorded
+from .record import NodeError
 from .shell import sh
 from .spec import NodeSpec
 
@@ -160,19 +160,14 @@ def onode_cache_osd(spec: NodeSpec, state: Path, steps: list) -> None:
         cluster.down()
 
 
+def onode_cache_checks(spec: NodeSpec, state: Path, steps: list) -> None:
+    onode_cache_osd(dataclasses.replace(spec, port=spec.spare_ports[0], v1_port=spec.spare_ports[1]),
+                    state / "osd", steps)
+
+
 def main():
-    spec = NodeSpec.load(Path(sys.argv[1]))
-    state = Path(spec.state_dir)
-    with recorded(state) as result:
-        result["steps"] = []
-        install_packages(spec)
-        result["candidate"] = version = installed_version("ceph-osd")
-        if not osd_has_option("/usr/bin/ceph-osd", "bluestore_onode_cache_absent"):
-            raise NodeError(f"ceph-osd {version} has no bluestore_onode_cache_absent option "
-                            "(it is not built with patches/bluestore-onode-lookup-once.patch)")
-        onode_cache_osd(dataclasses.replace(spec, port=spec.spare_ports[0], v1_port=spec.spare_ports[1]),
-                        state / "osd", result["steps"])
-    return 0 if result["ok"] else 1
+    return candidate_check_main("bluestore_onode_cache_absent", "bluestore-onode-lookup-once.patch",
+                                onode_cache_checks)
 
 
 if __name__ == "__main__":

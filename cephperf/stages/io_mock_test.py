@@ -15,9 +15,8 @@ import argparse
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.common import StageError, EXIT_ERROR, log, main_wrapper, rmtree
-from cephperf.nodes import free_port, run_check
-from cephperf.runtime.spec import NodeSpec
+from cephperf.common import log, main_wrapper
+from cephperf.nodes import check_osd_debs
 
 
 def execute():
@@ -25,17 +24,8 @@ def execute():
     p.add_argument("--debs", type=Path, default=paths.debs_out("osd-only"))
     p.add_argument("--out", type=Path, default=paths.reports("io-mock"))
     args = p.parse_args()
-    debs_dir = args.debs.resolve()
-    debs = sorted(d for d in debs_dir.glob("ceph-osd_*.deb"))
-    if not debs:
-        raise StageError(f"{debs_dir}: no ceph-osd_*.deb; build it with ci/build-debs --profile osd-only "
-                         "or name a directory with --debs", EXIT_ERROR)
-    state = paths.bench_state("io-mock-test")
-    spec = NodeSpec(state_dir=str(state), spare_ports=[free_port() for _ in range(4)], debs=[str(d) for d in debs])
-    log(f"IO-mock test with {', '.join(d.name for d in debs)}")
-    result = run_check("io_mock", spec, [debs_dir], args.out, ["mocked/log", "with-data/log"], "IO-mock test")
+    result = check_osd_debs("io_mock", args.debs.resolve(), args.out, 4, ["mocked/log", "with-data/log"], "IO-mock test")
     log(f"PASS: bluestore_io_mock behaves as documented ({result['candidate']})")
-    rmtree(state)
     return 0
 
 

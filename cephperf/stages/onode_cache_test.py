@@ -16,9 +16,8 @@ import argparse
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.common import StageError, EXIT_ERROR, log, main_wrapper, rmtree
-from cephperf.nodes import free_port, run_check
-from cephperf.runtime.spec import NodeSpec
+from cephperf.common import log, main_wrapper
+from cephperf.nodes import check_osd_debs
 
 
 def execute():
@@ -26,17 +25,8 @@ def execute():
     p.add_argument("--debs", type=Path, default=paths.debs_out("osd-only"))
     p.add_argument("--out", type=Path, default=paths.reports("onode-cache"))
     args = p.parse_args()
-    debs_dir = args.debs.resolve()
-    debs = sorted(d for d in debs_dir.glob("ceph-osd_*.deb"))
-    if not debs:
-        raise StageError(f"{debs_dir}: no ceph-osd_*.deb; build it with ci/build-debs --profile osd-only "
-                         "or name a directory with --debs", EXIT_ERROR)
-    state = paths.bench_state("onode-cache-test")
-    spec = NodeSpec(state_dir=str(state), spare_ports=[free_port() for _ in range(2)], debs=[str(d) for d in debs])
-    log(f"onode cache test with {', '.join(d.name for d in debs)}")
-    result = run_check("onode_cache", spec, [debs_dir], args.out, ["osd/log"], "onode cache test")
+    result = check_osd_debs("onode_cache", args.debs.resolve(), args.out, 2, ["osd/log"], "onode cache test")
     log(f"PASS: the onode lookup options behave as documented ({result['candidate']})")
-    rmtree(state)
     return 0
 
 

@@ -39,13 +39,17 @@ class IoMockTest(unittest.TestCase):
 
     def test_a_ceph_osd_without_the_option_is_named(self):
         """Debian's stock ceph-osd has no bluestore_io_mock: the test says so and exits 1."""
-        with tempfile.TemporaryDirectory(dir=scratch_dir()) as tmp:
-            debs = standin_debs(Path(tmp), load_pins()["ours"]["version"])
-            r = subprocess.run([str(REPO / "ci" / "io-mock-test"), "--debs", str(debs),
-                                "--out", str(Path(tmp) / "report")],
-                               capture_output=True, text=True, timeout=900)
-        self.assertEqual(r.returncode, 1, r.stdout + r.stderr[-4000:])
-        self.assertIn("has no bluestore_io_mock option", r.stderr)
+        assert_stock_osd_is_named(self, "io-mock-test", "bluestore_io_mock")
+
+
+def assert_stock_osd_is_named(test: unittest.TestCase, program: str, option: str) -> None:
+    """ci/PROGRAM on Debian's stock ceph-osd (re-versioned as ours) exits 1 and names the missing option."""
+    with tempfile.TemporaryDirectory(dir=scratch_dir()) as tmp:
+        debs = standin_debs(Path(tmp), load_pins()["ours"]["version"])
+        r = subprocess.run([str(REPO / "ci" / program), "--debs", str(debs), "--out", str(Path(tmp) / "report")],
+                           capture_output=True, text=True, timeout=900)
+    test.assertEqual(r.returncode, 1, r.stdout + r.stderr[-4000:])
+    test.assertIn(f"has no {option} option", r.stderr)
 
 
 if __name__ == "__main__":

@@ -8,15 +8,10 @@ compiled in CI by ci/patch-tests, and this test runs where the packages are
 built (ci/release runs ci/onode-cache-test on them).
 """
 import subprocess
-import tempfile
 import unittest
-from pathlib import Path
 
-from tests.helpers import REPO, scratch_dir
-from tests.root.test_io_mock import candidate_debs
-from tests.root.test_upgrade import standin_debs  # Debian's ceph-osd, re-versioned
-
-from cephperf.common import load_pins
+from tests.helpers import REPO
+from tests.root.test_io_mock import assert_stock_osd_is_named, candidate_debs
 
 
 class OnodeCacheTest(unittest.TestCase):
@@ -34,13 +29,7 @@ class OnodeCacheTest(unittest.TestCase):
 
     def test_a_ceph_osd_without_the_option_is_named(self):
         """Debian's stock ceph-osd has no bluestore_onode_cache_absent: the test says so and exits 1."""
-        with tempfile.TemporaryDirectory(dir=scratch_dir()) as tmp:
-            debs = standin_debs(Path(tmp), load_pins()["ours"]["version"])
-            r = subprocess.run([str(REPO / "ci" / "onode-cache-test"), "--debs", str(debs),
-                                "--out", str(Path(tmp) / "report")],
-                               capture_output=True, text=True, timeout=900)
-        self.assertEqual(r.returncode, 1, r.stdout + r.stderr[-4000:])
-        self.assertIn("has no bluestore_onode_cache_absent option", r.stderr)
+        assert_stock_osd_is_named(self, "onode-cache-test", "bluestore_onode_cache_absent")
 
 
 if __name__ == "__main__":
