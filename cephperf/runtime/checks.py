@@ -21,14 +21,26 @@ class Objects:
     def __init__(self, cluster: Cluster, work):
         self.cluster, self.work, self.sums, self.sizes = cluster, Path(work), {}, {}
 
+    def put(self, name: str, size: int = 4096) -> None:
+        data = os.urandom(size)
+        path = self.work / f"{name}.put"
+        path.write_bytes(data)
+        sh(*self.cluster.rados, "put", name, path, timeout=180)
+        path.unlink()
+        self.sums[name], self.sizes[name] = hashlib.sha256(data).hexdigest(), size
+
+    def read_sum(self, name: str, snap: str | None = None) -> str:
+        """sha256 of what the object (at a pool snapshot) reads back."""
+        out = self.work / f"{name}.read"
+        # a read blocks until the PG is active again: the wait is the read
+        sh(*self.cluster.rados, *(["-s", snap] if snap else []), "get", name, out, timeout=300)
+        got = hashlib.sha256(out.read_bytes()).hexdigest()
+        out.unlink()
+        return got
+
     def write(self, tag):
         for i, size in enumerate(OBJECT_SIZES):
-            name, path = f"{tag}-{i}-{size}", self.work / f"{tag}-{i}"
-            data = os.urandom(size)
-            path.write_bytes(data)
-            sh(*self.cluster.rados, "put", name, path, timeout=180)
-            path.unlink()
-            self.sums[name], self.sizes[name] = hashlib.sha256(data).hexdigest(), size
+            self.put(f"{tag}-{i}-{size}", size)
 
     def verify(self, step, names=None, zeros=False):
         """Every object listed and read back intact (or, zeros=True, as that many zero bytes)."""
@@ -39,11 +51,7 @@ class Objects:
             raise NodeError(f"{step}: objects missing from the pool listing: {sorted(missing)}")
         for name in names:
             want = hashlib.sha256(bytes(self.sizes[name])).hexdigest() if zeros else self.sums[name]
-            out = self.work / f"{name}.read"
-            # a read blocks until the PG is active again: the wait is the read
-            sh(*self.cluster.rados, "get", name, out, timeout=300)
-            got = hashlib.sha256(out.read_bytes()).hexdigest()
-            out.unlink()
+            got = self.read_sum(name)
             if got != want:
                 what = f"{self.sizes[name]} zero bytes" if zeros else "as written"
                 raise NodeError(f"{step}: object {name} does not read back {what} (sha256 {got})")

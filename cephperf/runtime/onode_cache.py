@@ -21,13 +21,11 @@ Last, the OSD restarts and every object reads back as last written.
 Every wait is bounded; a step that fails is named in the record (record.json).
 """
 import dataclasses
-import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 
-from .checks import candidate_check_main
+from .checks import Objects, candidate_check_main
 from .cluster import Cluster
 from .record import NodeError
 from .shell import sh
@@ -42,34 +40,18 @@ COPY_SIZE = 5 * COPY_CHUNK
 ROUNDS = [(True, False), (False, False), (True, True)]
 
 
-class Store:
-    """Objects with known contents, written and read back with rados."""
-
-    def __init__(self, cluster: Cluster, work: Path):
-        self.cluster, self.work, self.sums = cluster, work, {}
+class Store(Objects):
+    """Objects with known contents, and the ones that must be missing."""
 
     def rados(self, *args, timeout=120, check=True):
         return sh(*self.cluster.rados, *args, timeout=timeout, check=check)
 
-    def put(self, name: str, size: int = 4096) -> None:
-        data = os.urandom(size)
-        path = self.work / "put"
-        path.write_bytes(data)
-        self.rados("put", name, path)
-        path.unlink()
-        self.sums[name] = hashlib.sha256(data).hexdigest()
-
     def remove(self, name: str) -> None:
         self.rados("rm", name)
-        del self.sums[name]
+        del self.sums[name], self.sizes[name]
 
     def check(self, step: str, name: str, snap: str | None = None, want: str | None = None) -> None:
-        out = self.work / "get"
-        # a read blocks until the PG is active: the wait is the read
-        self.rados(*(["-s", snap] if snap else []), "get", name, out, timeout=300)
-        got = hashlib.sha256(out.read_bytes()).hexdigest()
-        out.unlink()
-        if got != (want or self.sums[name]):
+        if self.read_sum(name, snap) != (want or self.sums[name]):
             raise NodeError(f"{step}: {name}{'@' + snap if snap else ''} does not read back as written")
 
     def missing(self, step: str, name: str) -> None:
@@ -127,7 +109,7 @@ def one_round(cluster: Cluster, store: Store, tag: str, cache_absent: bool, self
     store.put(f"{tag}-src", COPY_SIZE)
     store.missing("read of the copy's target", f"{tag}-dst")
     store.rados("cp", f"{tag}-src", f"{tag}-dst", timeout=300)
-    store.sums[f"{tag}-dst"] = store.sums[f"{tag}-src"]
+    store.sums[f"{tag}-dst"], store.sizes[f"{tag}-dst"] = store.sums[f"{tag}-src"], COPY_SIZE
     store.check("copied through a temporary object", f"{tag}-dst")
 
     store.put(f"{tag}-snapped")

@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import time
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from cephperf import paths
@@ -33,7 +32,7 @@ from cephperf.common import StageError, EXIT_ERROR, hash_inputs, load_pins, log,
 from cephperf.build.buildlog import build_in_root
 from cephperf.build.roots import Root
 from cephperf.stage import produce
-from cephperf.stages.source import assembled
+from cephperf.stages.source import assembled, changelog_field
 
 # dpkg-buildpackage's arguments and our build profiles, per kind of build
 ARGS = {"osd-only": ["-b"], "full": ["-b"], "source": ["-S", "-d"]}
@@ -44,16 +43,13 @@ PRODUCED = (".deb", ".ddeb", ".buildinfo", ".changes", ".dsc")
 
 
 def changelog_epoch(changelog: Path) -> int:
-    """The time of the newest entry of debian/changelog (its first trailer
-    line), which dpkg takes as SOURCE_DATE_EPOCH."""
-    for line in changelog.read_text().splitlines():
-        if line.startswith(" -- "):
-            try:
-                return int(parsedate_to_datetime(line.split(">", 1)[1].strip()).timestamp())
-            except (IndexError, TypeError, ValueError):
-                break
-    raise StageError(f"{changelog}: no trailer line with a date (' -- NAME <EMAIL>  DATE'); "
-                     "fix the newest entry", EXIT_ERROR)
+    """The time of the newest entry of debian/changelog, which dpkg takes as
+    SOURCE_DATE_EPOCH."""
+    stamp = changelog_field(changelog, "Timestamp")
+    if not stamp.isdigit():
+        raise StageError(f"{changelog}: no trailer line with a date (' -- NAME <EMAIL>  DATE'); "
+                         "fix the newest entry", EXIT_ERROR)
+    return int(stamp)
 
 
 def pin_debian_mtimes(tree: Path) -> int:

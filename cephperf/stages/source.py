@@ -24,8 +24,13 @@ from cephperf.build.series import APPLIED_UPSTREAM_MARK, apply_series, explain_f
 BUILD_PACKAGE = Path(__file__).resolve().parents[1] / "build"
 
 
+def changelog_field(path: Path, field: str) -> str:
+    """A field of the newest entry of a Debian changelog (Version, Timestamp ...)."""
+    return run(["dpkg-parsechangelog", "-l", path, "-S", field], f"reading {path}", 1).stdout.strip()
+
+
 def changelog_version(path: Path) -> str:
-    return run(["dpkg-parsechangelog", "-l", path, "-S", "Version"], f"reading {path}", 1).stdout.strip()
+    return changelog_field(path, "Version")
 
 
 def apply_debian_delta(tree: Path, delta: Path) -> list[str]:
