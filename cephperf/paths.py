@@ -15,9 +15,11 @@ REPO = Path(__file__).resolve().parents[1]
 # Configuration: data files in the tree.
 CMAKE, PATCHES, DEBIAN, BENCH = (REPO / d for d in ("cmake", "patches", "debian", "bench"))
 PROFILES, RULES, BENCH_CONF = (BENCH / d for d in ("profiles", "rules", "conf"))
-ROOTS_TOML, AUDIT_RULES, RELEASE_GUARD, LTO_LINK_EXCEPTIONS, OSD_MINIMAL = (
+ROOTS_TOML, AUDIT_RULES, RELEASE_GUARD, LTO_LINK_EXCEPTIONS, OSD_MINIMAL, PGO_PIN = (
     CMAKE / f for f in ("roots.toml", "audit-rules.toml", "release-guard.cmake", "lto-link-exceptions.cmake",
-                        "osd-minimal.cmake"))
+                        "osd-minimal.cmake", "pgo.toml"))
+# What ci/pgo-train runs on the instrumented OSD.
+PGO_TRAINING = BENCH / "pgo-training.toml"
 UNIT_TESTS = PATCHES / "unit-tests.toml"
 # Code that runs inside the roots (stdlib only), as files: scripts and the node side.
 RUNTIME = REPO / "cephperf" / "runtime"
@@ -70,6 +72,16 @@ def debs_out(kind: str) -> Path:
 def release_out(profile: str) -> Path:
     """ci/build-release's output: a clean build of the source package."""
     return cache_dir() / "builds" / f"release-{profile}" / "out"
+
+
+def pgo_generate_out() -> Path:
+    """ci/pgo-train's instrumented build (pkg.ceph.pgo-generate): never released."""
+    return cache_dir() / "builds" / "pgo-generate" / "out"
+
+
+def pgo_train_out() -> Path:
+    """ci/pgo-train's output: the packed training counts, their stamp and pin."""
+    return cache_dir() / "builds" / "pgo-train" / "out"
 
 
 def osd_build() -> Path:

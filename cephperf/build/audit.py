@@ -44,12 +44,50 @@ def unit_levels(units: list[dict], opt_areas: list[str], allowed: list[str]) -> 
     return per, bad
 
 
-def audit_one(e: dict, rules: dict, entry: dict) -> list[str]:
+def profile_flag(producer: str) -> str | None:
+    """"generate" or "use" for a unit compiled with -fprofile-generate or
+    -fprofile-use (the last wins, as on the command line), else None."""
+    flag = None
+    for tok in producer.split():
+        if tok.startswith(("-fprofile-generate", "-fprofile-use")):
+            flag = "generate" if tok.startswith("-fprofile-generate") else "use"
+        elif tok in ("-fno-profile-generate", "-fno-profile-use"):
+            flag = None
+    return flag
+
+
+def profile_problems(label: str, units: list[dict], opt_areas: list[str], require_use: bool) -> tuple[dict, list[str]]:
+    """Profile-guided optimisation as the units record it: how many of Ceph's
+    and the link-time units were instrumented, built with the training's
+    counts, or neither; an instrumented unit is never shipped, and a
+    pkg.ceph.pgo build must show -fprofile-use in every one."""
+    seen: collections.Counter = collections.Counter()
+    example: dict[str, str] = {}
+    for u in units:
+        if not (is_link_time(u) or (u["producer"].startswith(("GNU C", "clang"))
+                                    and in_areas(area_of(u["name"]), opt_areas))):
+            continue
+        flag = profile_flag(u["producer"]) or "none"
+        seen[flag] += 1
+        example.setdefault(flag, u["name"])
+    problems = []
+    if seen["generate"]:
+        problems.append(f"{label}: {seen['generate']} unit(s) instrumented for profile training "
+                        f"(-fprofile-generate), e.g. {example['generate']}: built with pkg.ceph.pgo-generate, "
+                        "which is for ci/pgo-train only")
+    if require_use and seen["none"]:
+        problems.append(f"{label}: {seen['none']} Ceph/RocksDB or link-time unit(s) without -fprofile-use, "
+                        f"e.g. {example['none']}, in a pkg.ceph.pgo build")
+    return dict(seen), problems
+
+
+def audit_one(e: dict, rules: dict, entry: dict, require_profile_use: bool = False) -> list[str]:
     """The problems of one ELF with DWARF; fills in its report entry."""
     opt_areas, allowed = rules["optimisation"]["areas"], rules["optimisation"]["allowed"]
     nd_areas, nd_symbols = rules["ndebug"]["areas"], rules["ndebug"]["symbols"]
     units = compile_units(e["debug"])
     per, bad = unit_levels(units, opt_areas, allowed)
+    entry["profile"], problems_of_profile = profile_problems(e["label"], units, opt_areas, require_profile_use)
     entry.update(units=len(units), areas={a: dict(c) for a, c in sorted(per.items())},
                  ceph_units={a: sum(c.values()) for a, c in sorted(per.items()) if in_areas(a, opt_areas)})
     problems = coverage_problems(e["label"], entry["ceph_units"], per, rules.get("coverage", {}).get("min_units", {}))
@@ -58,6 +96,7 @@ def audit_one(e: dict, rules: dict, entry: dict) -> list[str]:
     unreadable = sum(c for a, cnt in per.items() if in_areas(a, opt_areas) for k, c in cnt.items() if k.startswith("("))
     if unreadable:
         problems.append(f"{e['label']}: {unreadable} compile unit(s) whose producer could not be read")
+    problems += problems_of_profile
     syms = symbols(e["debug"])
     entry["ndebug_only_symbols"] = hits = sorted(n for n in nd_symbols if n in syms)
     if hits:
@@ -71,7 +110,7 @@ def audit_one(e: dict, rules: dict, entry: dict) -> list[str]:
     return problems
 
 
-def audit_elfs(elfs: list[dict], rules: dict | None = None) -> dict:
+def audit_elfs(elfs: list[dict], rules: dict | None = None, require_profile_use: bool = False) -> dict:
     rules = rules or load_toml(RULES)
     problems, binaries = [], []
     areas: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -82,11 +121,12 @@ def audit_elfs(elfs: list[dict], rules: dict | None = None) -> dict:
             entry["status"] = "no DWARF (give its -dbg or dbgsym package)"
             problems += coverage_problems(e["label"], {}, None, rules.get("coverage", {}).get("min_units", {}))
             continue
-        problems += audit_one(e, rules, entry)
+        problems += audit_one(e, rules, entry, require_profile_use)
         for area, c in entry["areas"].items():
             areas[area].update(c)
     ceph_units = sum(n for b in binaries for n in b["ceph_units"].values())
     return {"schema": 1, "ok": ceph_units > 0 and not problems, "audited": sum("units" in b for b in binaries),
+            "profile_use_required": require_profile_use,
             "ceph_units": ceph_units, "problems": problems,
             "areas": {a: dict(c) for a, c in sorted(areas.items())}, "binaries": binaries}
 
@@ -137,6 +177,12 @@ def render_markdown(r: dict) -> str:
             shown = ", ".join(f"{a} {n}" for a, n in sites.items()) or "none"
         syms = ", ".join(b["ndebug_only_symbols"]) or "none"
         lines.append(f"| {b['label']} | {b['units']} | {covered} | {shown} | {syms} |")
+    lines += ["", "Profile-guided optimisation, by unit (Ceph/RocksDB and link-time): "
+              + ("-fprofile-use required (a pkg.ceph.pgo build)" if r.get("profile_use_required") else
+                 "not required"), ""]
+    for b in r["binaries"]:
+        if b.get("profile"):
+            lines.append(f"- {b['label']}: " + ", ".join(f"{k} ×{v}" for k, v in sorted(b["profile"].items())))
     lines += ["", "Result: " + ("PASS" if r["ok"] else "FAIL"), ""]
     lines += [f"- {p}" for p in r["problems"]]
     return "\n".join(lines) + "\n"

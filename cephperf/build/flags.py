@@ -17,9 +17,13 @@ def args_of(entry: dict) -> list[str]:
 def effective(args: list[str]) -> dict:
     """What the compiler would act on: the last -O wins, -D/-U NDEBUG and
     _FORTIFY_SOURCE in order (a later -U undoes an earlier -D)."""
-    opt, ndebug, g, fortify, lto, interposable = "-O0", False, False, False, False, True
+    opt, ndebug, g, fortify, lto, interposable, profile = "-O0", False, False, False, False, True, None
     for a in args:
-        if a.startswith("-flto") or a == "-fno-lto":
+        if a.startswith(("-fprofile-generate", "-fprofile-use")):
+            profile = "generate" if a.startswith("-fprofile-generate") else "use"
+        elif a in ("-fno-profile-generate", "-fno-profile-use"):
+            profile = None
+        elif a.startswith("-flto") or a == "-fno-lto":
             lto = a != "-fno-lto"
         elif a in ("-fno-semantic-interposition", "-fsemantic-interposition"):
             interposable = a == "-fsemantic-interposition"
@@ -41,6 +45,8 @@ def effective(args: list[str]) -> dict:
         "opt": opt, "ndebug": ndebug, "g": g,
         "stack_protector": any(a.startswith("-fstack-protector") for a in args),
         "fortify": fortify, "lto": lto, "no_interposition": not interposable,
+        # profile-guided optimisation: "generate" (instrumented), "use", or None
+        "profile": profile,
         "native": [a for a in args if a in ("-march=native", "-mtune=native", "-mcpu=native")],
         "portable": "-DROCKSDB_PORTABLE" in args,
     }
@@ -51,6 +57,8 @@ def summary(e: dict) -> str:
     parts.append("hardening" if e["stack_protector"] and e["fortify"] else "no hardening")
     if e["lto"]:
         parts.append("-flto" + (" -fno-semantic-interposition" if e["no_interposition"] else ""))
+    if e["profile"]:
+        parts.append(f"-fprofile-{e['profile']}")
     return " ".join(parts)
 
 
@@ -58,9 +66,14 @@ def _sources(db: list[dict]) -> list[dict]:
     return [x for x in db if x["file"].endswith(SOURCE_SUFFIXES)]
 
 
-def unit_problems(e: dict, area: str, require_hardening: bool, require_whole_program: bool) -> list[str]:
+def unit_problems(e: dict, area: str, require_hardening: bool, require_whole_program: bool,
+                  require_profile_use: bool = False) -> list[str]:
     """What is wrong with one compile command's effective flags, by kind."""
     kinds = []
+    if e["profile"] == "generate":
+        kinds.append("instrumented")
+    elif require_profile_use and e["profile"] != "use":
+        kinds.append("profile_use")
     if e["opt"] not in ("-O2", "-O3"):
         kinds.append("opt")
     if not e["ndebug"]:
@@ -84,6 +97,9 @@ MESSAGES = {
                 "packages must run on any x86-64",
     "hardening": "{area}: dpkg hardening flags missing in {k} of {n} commands (e.g. {f})",
     "whole_program": "{area}: -flto and -fno-semantic-interposition missing in {k} of {n} commands (e.g. {f})",
+    "instrumented": "{area}: instrumented for profile training (-fprofile-generate) in {k} of {n} commands "
+                    "(e.g. {f}): the build profile pkg.ceph.pgo-generate is for ci/pgo-train, never a release",
+    "profile_use": "{area}: -fprofile-use missing in {k} of {n} commands (e.g. {f})",
 }
 
 
@@ -91,7 +107,9 @@ def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
     problems, shown, counts = [], {}, {}
     require_hardening = case.startswith("a")
     # the pkg.ceph.lto build profile: link-time optimisation, no interposition
-    require_whole_program = case.endswith("-lto")
+    require_whole_program = "-lto" in case
+    # the pkg.ceph.pgo build profile: the training's counts in every command
+    require_profile_use = case.endswith("-pgo")
     for area, db, probes in (("RocksDB", rocksdb_db, (ROCKSDB_PROBE,)), ("Ceph", ceph_db, CEPH_PROBES)):
         srcs = _sources(db)
         counts[area] = len(srcs)
@@ -101,7 +119,7 @@ def judge_case(case: str, ceph_db: list[dict], rocksdb_db: list[dict]) -> dict:
         bad: dict[str, list] = {}
         for x in srcs:
             e = effective(args_of(x))
-            for kind in unit_problems(e, area, require_hardening, require_whole_program):
+            for kind in unit_problems(e, area, require_hardening, require_whole_program, require_profile_use):
                 bad.setdefault(kind, []).append((x["file"], e["opt"]))
             shown.update({f"{area}: {probe}": summary(e) for probe in probes if x["file"].endswith(probe)})
         for kind, message in MESSAGES.items():

@@ -84,6 +84,7 @@ class Cluster:
         self.osd_env = dict(os.environ)
         if spec.ld_library_path:
             self.osd_env["LD_LIBRARY_PATH"] = spec.ld_library_path
+        self.osd_env.update(spec.osd_environment)
 
     def ceph(self, *args, timeout=60):
         auth = ["-k", self.spec.external["keyring"]] if self.spec.external else []

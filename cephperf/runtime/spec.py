@@ -32,6 +32,9 @@ class NodeSpec:
     apt_line: str | None = None
     osd_binary: str | None = None
     ld_library_path: str | None = None
+    # Extra environment of ceph-osd (ci/pgo-train: GCOV_PREFIX, where an
+    # instrumented OSD writes its counts).
+    osd_environment: dict = field(default_factory=dict)
     # The benchmark of a round (a profile's [bench] table) and how it is watched.
     bench: dict = field(default_factory=dict)
     io_mock: bool = False

@@ -18,6 +18,11 @@ in a Ceph or RocksDB area: "nothing of Ceph's audited" is never a pass.
                  fetched through the host's configured archive.
   --debs DIR     audit every .deb in DIR (ci/build-debs' out/ directory).
   --rules FILE   the rules (default cmake/audit-rules.toml).
+  --profile-use  every Ceph/RocksDB and link-time unit must carry -fprofile-use
+                 (a pkg.ceph.pgo build); implied by --debs DIR when DIR's
+                 stamp.json names pkg.ceph.pgo among its DEB_BUILD_PROFILES.
+A unit compiled with -fprofile-generate (pkg.ceph.pgo-generate, the
+instrumented build of ci/pgo-train) always fails the audit.
 Reports go to build/reports/audit/ (report.md, report.json).
 """
 import argparse
@@ -38,6 +43,15 @@ def fetch_debian(pkgs: list[str], dest: Path) -> list[Path]:
     return apt.download([n for p in pkgs for n in (p, f"{p}-dbg")], dest)
 
 
+def built_with_profile(debs: Path) -> bool:
+    """Whether a build stage's stamp says its packages were built under pkg.ceph.pgo."""
+    try:
+        stamp = json.loads((debs / "stamp.json").read_text())
+    except FileNotFoundError:
+        return False
+    return "pkg.ceph.pgo" in stamp.get("DEB_BUILD_PROFILES", "").split()
+
+
 def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="*", type=Path)
@@ -45,6 +59,7 @@ def execute():
     p.add_argument("--debs", type=Path, metavar="DIR", help="every .deb in DIR (ci/build-debs' out/)")
     p.add_argument("--out", type=Path, default=None, help="report directory (default build/reports/audit)")
     p.add_argument("--rules", type=Path, default=paths.AUDIT_RULES, help="audit rules (default cmake/audit-rules.toml)")
+    p.add_argument("--profile-use", action="store_true", help="require -fprofile-use (a pkg.ceph.pgo build)")
     args = p.parse_args()
     rules = load_toml(args.rules)
     if args.debs:
@@ -52,6 +67,7 @@ def execute():
         if not found:
             raise StageError(f"--debs {args.debs}: no .deb files there; run ci/build-debs first", EXIT_ERROR)
         args.files += found
+        args.profile_use = args.profile_use or built_with_profile(args.debs)
     if not args.files and not args.debian:
         p.error("give ELF files, .deb files, --debs DIR or --debian PKG")
     out = args.out or paths.reports("audit")
@@ -65,7 +81,7 @@ def execute():
             (tmp / "debs").mkdir()
             files += fetch_debian(args.debian, tmp / "debs")
         elfs = collect_elfs(files, tmp / "x")
-        result = audit_elfs(elfs, rules)
+        result = audit_elfs(elfs, rules, args.profile_use)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "report.json", json.dumps(result, indent=2) + "\n")
     write_atomic(out / "report.md", render_markdown(result))

@@ -14,7 +14,9 @@ An interrupted release build starts over; ccache keeps what it had compiled.
 Then two checks of what was built, as Debian's QA runs them:
   - blhc on the build log: every compile and link line carries the flags
     dpkg-buildflags gives; a warning not explained in cmake/blhc.toml fails;
-  - lintian on the .changes (source, .buildinfo, binaries): no errors.
+  - lintian on the .changes (source, .buildinfo, binaries): no errors;
+  - under pkg.ceph.pgo, no coverage-mismatch warning: the training counts fit
+    every function they are used for.
 
 Writes DIR (default $CEPH_PERF_CACHE/builds/release-PROFILE/out): the .debs,
 .changes and .buildinfo, build.log, blhc.json and lintian.txt, and a stamp
@@ -73,6 +75,26 @@ def check_log(new: Path) -> dict:
     return verdict["explained"]
 
 
+# GCC's warning for training counts that do not fit the code they are used
+# for (debian/delta/profile-guided-profile.patch makes it a warning).
+COVERAGE_MISMATCH = "[-Wcoverage-mismatch]"
+
+
+def check_counts_fit(new: Path, build_env: dict) -> int:
+    """Under pkg.ceph.pgo, every function's training counts fit its code: a
+    release built with counts of other sources, or made elsewhere than the
+    instrumented build's path, is not the build ci/pgo-train measured."""
+    if "pkg.ceph.pgo" not in build_env["DEB_BUILD_PROFILES"].split():
+        return 0
+    with open(new / "build.log", errors="replace") as f:
+        mismatched = [line.strip() for line in f if COVERAGE_MISMATCH in line]
+    if mismatched:
+        raise StageError(f"pkg.ceph.pgo: {len(mismatched)} coverage-mismatch warning(s) in {new / 'build.log'}: "
+                         f"the training counts do not fit these sources, e.g. {mismatched[0][:300]}; "
+                         "re-run ci/pgo-train --pin and ci/source", EXIT_FAIL)
+    return len(mismatched)
+
+
 def check_changes(root: Root, new: Path) -> str:
     [changes] = sorted(new.glob("*.changes"))
     log(f"lintian {changes.name}")
@@ -90,6 +112,7 @@ def release_build(dsc: Path, kind: str, build_env: dict, new: Path) -> dict:
     clean_build(root, dsc, kind, build_env, new)
     seconds = round(time.monotonic() - t0)
     explained = check_log(new)
+    check_counts_fit(new, build_env)
     changes = check_changes(root, new)
     files = sorted(f.name for f in new.iterdir() if f.suffix in (".deb", ".changes", ".buildinfo", ".dsc"))
     log(f"release build of {dsc.name} in {seconds} s, blhc and lintian clean: {', '.join(files)}")
@@ -104,17 +127,23 @@ def execute():
     p.add_argument("--jobs", type=int, help="parallel jobs (default: parallel= of $DEB_BUILD_OPTIONS, else every core)")
     p.add_argument("--out", type=Path, help="default $CEPH_PERF_CACHE/builds/release-PROFILE/out")
     args = p.parse_args()
-    dsc = (args.dsc or default_dsc()).resolve()
-    if not dsc.is_file():
-        raise StageError(f"{dsc}: no such source package", EXIT_ERROR)
-    build_env = build_environment(os.environ, args.profile, args.jobs)
-    # the .dsc holds the checksums of every file it names
-    key = hash_inputs([("dsc", dsc), ("profile", args.profile), ("environment", what_is_built(build_env)),
-                       ("scripts", BUILD.read_text() + LINTIAN.read_text()), ("blhc", BLHC_RULES)])
-    out = args.out or paths.release_out(args.profile)
-    produce(out, key, lambda new: release_build(dsc, args.profile, build_env, new), keep_failed=True)
+    out = built_release(args.dsc, args.profile, os.environ, args.jobs, args.out or paths.release_out(args.profile))
     print(out)
     return 0
+
+
+def built_release(dsc: Path | None, kind: str, environ: dict, jobs: int | None, out: Path) -> Path:
+    """`out` holding the clean build of `dsc` (default: ci/build-debs --source-only's)
+    under environ's DEB_BUILD_OPTIONS and DEB_BUILD_PROFILES, building it unless current."""
+    dsc = (dsc or default_dsc()).resolve()
+    if not dsc.is_file():
+        raise StageError(f"{dsc}: no such source package", EXIT_ERROR)
+    build_env = build_environment(environ, kind, jobs)
+    # the .dsc holds the checksums of every file it names
+    key = hash_inputs([("dsc", dsc), ("profile", kind), ("environment", what_is_built(build_env)),
+                       ("scripts", BUILD.read_text() + LINTIAN.read_text()), ("blhc", BLHC_RULES)])
+    produce(out, key, lambda new: release_build(dsc, kind, build_env, new), keep_failed=True)
+    return out
 
 
 def main():

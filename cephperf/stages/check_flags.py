@@ -20,6 +20,11 @@ Cases:
              must FAIL on -DNDEBUG
   a-lto      case a under the build profile pkg.ceph.lto: also -flto and
              -fno-semantic-interposition in every compile command
+  a-lto-pgo  case a-lto under pkg.ceph.pgo as well: also -fprofile-use in
+             every compile command, and no -fprofile-generate
+  a-pgo-generate  negative control: case a under pkg.ceph.pgo-generate (the
+             instrumented build ci/pgo-train runs); must FAIL on
+             -fprofile-generate, which no release may carry
 
 Default: a b c. Exit 0 when every positive case passes and every negative
 control fails for the expected reason; 1 otherwise; 2 if a case could not run.
@@ -40,10 +45,13 @@ from cephperf.stages.source import assembled
 
 SCRIPT = paths.RUNTIME / "scripts" / "check-flags-case.sh"
 RULES_DELTA = paths.DEBIAN / "delta" / "release-flags.patch"
-EXPECT_FAIL = {"c", "a-debian"}
+EXPECT_FAIL = {"c", "a-debian", "a-pgo-generate"}
 # The build profiles of the package-build cases: the release's own (osd-only),
 # with LTO, and none for Debian's rules as shipped (its full set).
-PROFILES = {"a": "pkg.ceph.osd-only", "a-lto": "pkg.ceph.osd-only,pkg.ceph.lto", "a-debian": ""}
+PROFILES = {"a": "pkg.ceph.osd-only", "a-lto": "pkg.ceph.osd-only,pkg.ceph.lto",
+            "a-lto-pgo": "pkg.ceph.osd-only,pkg.ceph.lto,pkg.ceph.pgo",
+            "a-pgo-generate": "pkg.ceph.osd-only,pkg.ceph.lto,pkg.ceph.pgo-generate", "a-debian": ""}
+CASES = ("a", "b", "c", "a-debian", "a-lto", "a-lto-pgo", "a-pgo-generate")
 
 
 def linked_targets(case: str) -> tuple[str, ...]:
@@ -93,14 +101,14 @@ def check(tree: Path, cases: list[str], out: Path) -> dict:
 
 def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("cases", nargs="*", metavar="CASE", help="a, b, c, a-debian or a-lto (default: a b c)")
+    p.add_argument("cases", nargs="*", metavar="CASE", help=f"{', '.join(CASES)} (default: a b c)")
     p.add_argument("--tree", type=Path, help="assembled tree (default: from ci/source)")
     p.add_argument("--force", action="store_true", help="run even if the last run with these inputs passed")
     args = p.parse_args()
     cases = args.cases or ["a", "b", "c"]
-    unknown = [c for c in cases if c not in ("a", "b", "c", "a-debian", "a-lto")]
+    unknown = [c for c in cases if c not in CASES]
     if unknown:
-        p.error(f"unknown case(s) {', '.join(unknown)}: choose from a, b, c, a-debian, a-lto")
+        p.error(f"unknown case(s) {', '.join(unknown)}: choose from {', '.join(CASES)}")
     tree, tree_key = (args.tree, str(args.tree)) if args.tree else assembled()
     out = paths.reports("flags")
     key = hash_inputs([("tree", tree_key), ("cases", " ".join(cases)), ("tool", Path(__file__)),

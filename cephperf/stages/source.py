@@ -18,6 +18,7 @@ from cephperf import paths
 from cephperf.common import (StageError, hash_inputs, load_pins, log, main_wrapper, pinned_file, read_stamp,
                              rmtree, run)
 from cephperf.stage import produce
+from cephperf.build import pgo
 from cephperf.build.fetch import obtain
 from cephperf.build.series import APPLIED_UPSTREAM_MARK, apply_series, explain_failure, parse_series, reverse_applies
 
@@ -75,10 +76,25 @@ def assemble(args, pins, work: Path) -> dict:
     (tree / "debian" / "ceph-perf").mkdir()
     for used_by_rules in (paths.RELEASE_GUARD, paths.LTO_LINK_EXCEPTIONS):
         shutil.copy2(used_by_rules, tree / "debian" / "ceph-perf" / used_by_rules.name)
+    counts = carry_training_counts(tree, pins)
     version = add_changelog(tree, args.debian / "changelog", pins)
     applied, marked = apply_ours(tree, args.patches)
     return {"tree": tree.name, "version": version, "quilt_applied": applied,
-            "debian_delta": delta, "applied_upstream": marked}
+            "debian_delta": delta, "applied_upstream": marked, "pgo_counts": counts}
+
+
+def carry_training_counts(tree: Path, pins: dict) -> str | None:
+    """The pinned training counts of pkg.ceph.pgo, verified, into the source
+    package (a binary file there, so listed in debian/source/include-binaries).
+    Without them the tree still builds every other way; pkg.ceph.pgo stops."""
+    counts, why = pgo.verified_counts(pins)
+    log(f"pkg.ceph.pgo: {why}")
+    if counts is None:
+        return None
+    shutil.copy2(counts, tree / pgo.IN_TREE)
+    with open(tree / "debian" / "source" / "include-binaries", "a") as f:
+        f.write(f"{pgo.IN_TREE}\n")
+    return pgo.pinned()["sha256"]
 
 
 def add_changelog(tree: Path, ours_changelog: Path, pins: dict) -> str:
@@ -138,8 +154,9 @@ def inputs(args, pins: dict) -> str:
     packaging, the release guard, and our code that assembles it."""
     return hash_inputs([
         ("pins", Path(pins["_path"])), ("patches", args.patches), ("debian", args.debian),
-        ("guard", paths.RELEASE_GUARD), ("tool", Path(__file__)),
-        *[(m, BUILD_PACKAGE / m) for m in ("fetch.py", "archive.py", "series.py")],
+        ("guard", paths.RELEASE_GUARD), ("lto-exceptions", paths.LTO_LINK_EXCEPTIONS), ("tool", Path(__file__)),
+        ("pgo-pin", paths.PGO_PIN), ("pgo-counts", paths.pgo_train_out() / pgo.ARCHIVE),
+        *[(m, BUILD_PACKAGE / m) for m in ("fetch.py", "archive.py", "series.py", "pgo.py")],
         ("from", str(args.from_dir is not None)),
     ])
 

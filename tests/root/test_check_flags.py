@@ -1,4 +1,5 @@
-"""ci/check-flags on the real tree: (a) and (b) pass, (c) and Debian's own rules fail for the right reason."""
+"""ci/check-flags on the real tree: (a) and (b) pass, (c) and Debian's own rules fail for the right reason;
+the profile-guided cases: with the training's counts passes, the instrumented build fails."""
 import json
 import unittest
 
@@ -35,6 +36,21 @@ class CheckFlagsTest(unittest.TestCase):
         self.assertTrue(d["ran"])
         self.assertFalse(d["ok"])
         self.assertIn("Ceph lacks -DNDEBUG", " ".join(d["problems"]))
+
+    def test_profile_guided_cases(self):
+        """pkg.ceph.pgo: -fprofile-use in every command; pkg.ceph.pgo-generate
+        (the instrumented build) fails, naming -fprofile-generate."""
+        r = run_stage("check-flags", "--force", "a-lto-pgo", "a-pgo-generate", timeout=1800)
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+        report = json.loads(REPORT.read_text())
+        use = case(report, "a-lto-pgo")
+        self.assertTrue(use["ok"], use["problems"])
+        self.assertIn("-fprofile-use", use["probes"]["Ceph: src/osd/PrimaryLogPG.cc"])
+        self.assertIn("-fprofile-use", use["probes"]["RocksDB: db/db_impl/db_impl.cc"])
+        gen = case(report, "a-pgo-generate")
+        self.assertTrue(gen["ran"])
+        self.assertFalse(gen["ok"])
+        self.assertIn("instrumented for profile training (-fprofile-generate)", " ".join(gen["problems"]))
 
 
 if __name__ == "__main__":
