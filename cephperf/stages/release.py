@@ -24,6 +24,7 @@ the gate's 1 (a regression) and 2 (it could not run) reach the caller. (A
 make or ninja target in between would turn both into its own failure code.)
 """
 import argparse
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -35,11 +36,24 @@ CI = paths.REPO / "ci"
 PACKAGE = paths.REPO / "cephperf"
 
 
-def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH, gate_args: tuple[str, ...] = ()):
+def flag_cases(build_profiles: str) -> list[str]:
+    """ci/check-flags' cases for the release's build profiles: the defaults,
+    and the compile commands of pkg.ceph.lto (with pkg.ceph.pgo) as built."""
+    chosen = build_profiles.split()
+    cases = ["a", "b", "c"]
+    if "pkg.ceph.lto" in chosen:
+        cases.append("a-lto-pgo" if "pkg.ceph.pgo" in chosen else "a-lto")
+    return cases
+
+
+def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH, gate_args: tuple[str, ...] = (),
+           build_profiles: str | None = None):
     """(name, command, inputs): a check stage with inputs is skipped when it
     passed before on the same inputs; the others skip their own work.
     `ci` and `bench` hold the programs (tests put stand-ins there)."""
     debs = paths.release_out(profile)
+    if build_profiles is None:
+        build_profiles = os.environ.get("DEB_BUILD_PROFILES", "")
     node_side = PACKAGE / "runtime"
     gate_out = paths.reports("gate-release")
     gate_key = []
@@ -52,7 +66,7 @@ def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH, gate_args: tu
         ("check-debian", [ci / "check-debian"], None),
         ("source", [ci / "source"], None),
         ("buildroot", [ci / "buildroot", "create"], None),
-        ("check-flags", [ci / "check-flags"], None),
+        ("check-flags", [ci / "check-flags", *flag_cases(build_profiles)], None),
         ("patch-tests", [ci / "patch-tests"], None),
         # the release is built from the source package, in a clean root
         ("source-package", [ci / "build-debs", "--source-only"], None),

@@ -74,5 +74,18 @@ class ReleaseExitCodeTest(unittest.TestCase):
         self.assertEqual(self.calls()[-1], "gate")
 
 
+
+
+class ReleaseFlagCasesTest(unittest.TestCase):
+    def check_flags_command(self, build_profiles: str) -> list[str]:
+        [cmd] = [c for name, c, _ in release.stages("osd-only", build_profiles=build_profiles) if name == "check-flags"]
+        return [str(a) for a in cmd[1:]]
+
+    def test_the_release_checks_the_compile_commands_of_its_build_profiles(self):
+        self.assertEqual(self.check_flags_command(""), ["a", "b", "c"])
+        self.assertEqual(self.check_flags_command("pkg.ceph.lto"), ["a", "b", "c", "a-lto"])
+        self.assertEqual(self.check_flags_command("pkg.ceph.pgo pkg.ceph.lto"), ["a", "b", "c", "a-lto-pgo"])
+
+
 if __name__ == "__main__":
     unittest.main()
