@@ -37,8 +37,10 @@ from cephperf.stage import produce
 from cephperf.stages.build_debs import changelog_epoch
 from cephperf.stages.build_release import built_release
 
-# The instrumented build: LTO's profile for the same -fno-semantic-interposition
-# (debian/rules then builds it without LTO and debug information).
+# The instrumented build compiles as the release does, with pkg.ceph.lto:
+# -flto changes some functions' control flow in the compile step, on which
+# GCC keys their counts (debian/rules then links it without LTO and builds
+# it without debug information).
 INSTRUMENTED_PROFILES = "pkg.ceph.lto pkg.ceph.pgo-generate"
 # Where each training OSD writes its counts, under GCOV_PREFIX: the
 # directory debian/rules compiles in (-fprofile-generate=).
