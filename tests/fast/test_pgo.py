@@ -7,7 +7,6 @@ import re
 import subprocess
 import tarfile
 import tempfile
-import time
 import unittest
 from pathlib import Path
 from unittest import mock
