@@ -10,8 +10,11 @@ debian/rules unpacks the archive to.
 
 The counts are an input of the build, like the orig tarball: cmake/pgo.toml
 pins the archive's sha256, and the sources it was trained on (the inputs
-that shape the compiled code, compiled_sources_key). ci/source carries the
-archive only when both hold, so a build under pkg.ceph.pgo either uses the
+that shape the compiled code, compiled_sources_key). Unlike the tarballs
+they are ours, made by ci/pgo-train, so the pinned archive is committed
+beside its pin (cmake/pgo-profile.tar.xz, about 1 MB): a release on a fresh
+machine does not repeat the instrumented build and training. ci/source
+carries the archive only when both hold, so a build under pkg.ceph.pgo either uses the
 counts of exactly these sources or stops, saying what to run.
 """
 from __future__ import annotations
@@ -99,15 +102,18 @@ def pinned() -> dict | None:
 
 
 def verified_counts(pins: dict) -> tuple[Path | None, str]:
-    """The pinned archive in ci/pgo-train's output, verified, or None and why
-    not. A file that is there but differs from the pin is an error."""
+    """The pinned archive (cmake/pgo-profile.tar.xz), verified, or None and
+    why not. A file that is there but differs from the pin is an error."""
     pin = pinned()
     if pin is None:
         return None, f"no training counts pinned ({paths.PGO_PIN.name} absent)"
     if pin["trained_on"] != compiled_sources_key(pins):
         return None, (f"the counts pinned in {paths.PGO_PIN} were trained on other sources "
                       "(a patch, a pin or the packaging delta changed since); run ci/pgo-train --pin")
-    path = paths.pgo_train_out() / pin["file"]
+    path = paths.PGO_COUNTS
+    if pin["file"] != path.name:
+        raise StageError(f"{paths.PGO_PIN}: file = {pin['file']!r}, but the pinned counts are "
+                         f"{path.name}; re-run ci/pgo-train --pin", EXIT_ERROR)
     if not path.is_file():
         return None, f"{path} is absent (the counts pinned in {paths.PGO_PIN}); run ci/pgo-train --pin"
     data = path.read_bytes()

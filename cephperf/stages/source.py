@@ -155,7 +155,7 @@ def inputs(args, pins: dict) -> str:
     return hash_inputs([
         ("pins", Path(pins["_path"])), ("patches", args.patches), ("debian", args.debian),
         ("guard", paths.RELEASE_GUARD), ("lto-exceptions", paths.LTO_LINK_EXCEPTIONS), ("tool", Path(__file__)),
-        ("pgo-pin", paths.PGO_PIN), ("pgo-counts", paths.pgo_train_out() / pgo.ARCHIVE),
+        ("pgo-pin", paths.PGO_PIN), ("pgo-counts", paths.PGO_COUNTS),
         *[(m, BUILD_PACKAGE / m) for m in ("fetch.py", "archive.py", "series.py", "pgo.py")],
         ("from", str(args.from_dir is not None)),
     ])

@@ -111,14 +111,12 @@ class VerifiedCountsTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
-        cache = Path(self.tmp.name) / "cache"
         self.pin = Path(self.tmp.name) / "pgo.toml"
         self.pins = {"upstream": {"version": "1"}, "debian": {"version": "1-1"}, "files": []}
-        self.archive = cache / "builds" / "pgo-train" / "out" / pgo.ARCHIVE
-        self.archive.parent.mkdir(parents=True)
+        self.archive = Path(self.tmp.name) / pgo.ARCHIVE
         self.archive.write_bytes(b"counts")
-        for patcher in (mock.patch.dict(os.environ, {"CEPH_PERF_CACHE": str(cache)}),
-                        mock.patch.object(paths, "PGO_PIN", self.pin)):
+        for patcher in (mock.patch.object(paths, "PGO_PIN", self.pin),
+                        mock.patch.object(paths, "PGO_COUNTS", self.archive)):
             patcher.start()
             self.addCleanup(patcher.stop)
 
@@ -142,6 +140,13 @@ class VerifiedCountsTest(unittest.TestCase):
             pgo.verified_counts(self.pins)
         self.assertIn(str(self.archive), str(e.exception))
         self.assertIn("ci/pgo-train --pin", str(e.exception))
+
+    def test_pinned_counts_that_are_absent_are_not_carried(self):
+        self.write_pin(hashlib.sha256(b"counts").hexdigest())
+        self.archive.unlink()
+        path, why = pgo.verified_counts(self.pins)
+        self.assertIsNone(path)
+        self.assertIn("is absent", why)
 
     def test_counts_of_other_sources_are_not_carried(self):
         self.write_pin(hashlib.sha256(b"counts").hexdigest(), trained_on="f" * 64)
