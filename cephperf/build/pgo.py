@@ -74,8 +74,9 @@ def pin_text(packed: dict, trained_on: str) -> str:
     """cmake/pgo.toml for freshly packed counts."""
     return (
         "# The training counts pkg.ceph.pgo builds with (debian/delta/profile-guided-profile.patch).\n"
-        "# Written by ci/pgo-train --pin; ci/source carries the archive in the source\n"
-        "# package (debian/ceph-perf/pgo-profile.tar.xz) when its sha256 matches and the\n"
+        "# Written by ci/pgo-train --pin, with the archive beside it (pgo-profile.tar.xz);\n"
+        "# ci/source carries the archive in the source package\n"
+        "# (debian/ceph-perf/pgo-profile.tar.xz) when its sha256 matches and the\n"
         "# sources it was trained on are these (cephperf/build/pgo.py says which inputs).\n"
         "[profile]\n"
         f'file = "{packed["file"]}"\n'
