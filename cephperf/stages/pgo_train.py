@@ -13,7 +13,8 @@
 3. The counts packed into $CEPH_PERF_CACHE/builds/pgo-train/out/
    pgo-profile.tar.xz (byte for byte the same for the same counts), with
    stamp.json and pin.toml, the table cmake/pgo.toml needs; --pin writes it
-   there and copies the archive to cmake/pgo-profile.tar.xz, both to commit. ci/source then carries the archive in the source package, and a
+   there and copies the archive to cmake/pgo-profile.tar.xz, both to
+   commit. ci/source then carries the archive in the source package, and a
    build under pkg.ceph.pgo uses it.
 
 Why a stage, not training inside dpkg-buildpackage (as Debian's python3.x
@@ -106,7 +107,7 @@ def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dsc", type=Path, help="the source package (default: ci/build-debs --source-only's)")
     p.add_argument("--jobs", type=int, help="parallel jobs of the instrumented build")
-    p.add_argument("--pin", action="store_true", help=f"write the new counts' pin to {paths.PGO_PIN} and the counts beside it")
+    p.add_argument("--pin", action="store_true", help=f"write the new counts' pin to {paths.PGO_PIN}, the counts beside it")
     args = p.parse_args()
     training = load_toml(paths.PGO_TRAINING)
     if not training.get("workload"):
