@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .. import paths
 from ..common import EXIT_ERROR, StageError, hash_inputs, load_toml
+from .series import quilt_files
 
 ARCHIVE = "pgo-profile.tar.xz"
 # Where the source package carries it (debian/rules of pkg.ceph.pgo reads it there).
@@ -37,12 +38,13 @@ COUNTS_SUFFIX = ".gcda"
 def compiled_sources_key(pins: dict) -> str:
     """The digest of what shapes the compiled code: upstream's and Debian's
     pinned sources, our patches, our changes to Debian's packaging (the flags)
-    and the CMake files debian/rules includes. Not the changelog, nor the pin
-    of the counts themselves: counts stay valid across those."""
+    and the CMake files debian/rules includes. Not the changelog, the notes
+    beside the patches, nor the pin of the counts themselves: counts stay
+    valid across those."""
     return hash_inputs([
         ("upstream", repr(sorted(pins["upstream"].items()))), ("debian", repr(sorted(pins["debian"].items()))),
         ("files", repr(sorted((f["role"], f["sha256"]) for f in pins["files"]))),
-        ("patches", paths.PATCHES), ("delta", paths.DEBIAN / "delta"),
+        *quilt_files(paths.PATCHES), *quilt_files(paths.DEBIAN / "delta"),
         ("guard", paths.RELEASE_GUARD), ("lto-exceptions", paths.LTO_LINK_EXCEPTIONS),
     ])
 

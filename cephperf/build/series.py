@@ -28,6 +28,16 @@ def parse_series(path: Path) -> list[tuple[str, str]]:
     return out
 
 
+def quilt_files(series_dir: Path) -> list[tuple[str, Path]]:
+    """A quilt directory's series and patches, named by directory and file,
+    for a digest of what is applied. The notes and test lists kept beside
+    them (README.md, unit-tests.toml) shape neither the tree nor the compiled
+    code, so editing them must not re-assemble the tree or make the training
+    counts stale."""
+    return [(f"{series_dir.name}/{p.name}", p) for p in sorted(series_dir.iterdir())
+            if p.is_file() and (p.name == "series" or p.suffix == ".patch")]
+
+
 def _quilt_env() -> dict:
     env = dict(os.environ)
     env.update(QUILT_PATCHES="debian/patches", QUILT_PC=".pc",

@@ -20,7 +20,8 @@ from cephperf.common import (StageError, hash_inputs, load_pins, log, main_wrapp
 from cephperf.stage import produce
 from cephperf.build import pgo
 from cephperf.build.fetch import obtain
-from cephperf.build.series import APPLIED_UPSTREAM_MARK, apply_series, explain_failure, parse_series, reverse_applies
+from cephperf.build.series import (APPLIED_UPSTREAM_MARK, apply_series, explain_failure, parse_series,
+                                   quilt_files, reverse_applies)
 
 BUILD_PACKAGE = Path(__file__).resolve().parents[1] / "build"
 
@@ -153,7 +154,7 @@ def inputs(args, pins: dict) -> str:
     """The digest of everything that shapes the tree: pins, our patches and
     packaging, the release guard, and our code that assembles it."""
     return hash_inputs([
-        ("pins", Path(pins["_path"])), ("patches", args.patches), ("debian", args.debian),
+        ("pins", Path(pins["_path"])), *quilt_files(args.patches), ("debian", args.debian),
         ("guard", paths.RELEASE_GUARD), ("lto-exceptions", paths.LTO_LINK_EXCEPTIONS), ("tool", Path(__file__)),
         ("pgo-pin", paths.PGO_PIN), ("pgo-counts", paths.PGO_COUNTS),
         *[(m, BUILD_PACKAGE / m) for m in ("fetch.py", "archive.py", "series.py", "pgo.py")],

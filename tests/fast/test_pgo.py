@@ -155,6 +155,44 @@ class VerifiedCountsTest(unittest.TestCase):
         self.assertIn("trained on other sources", why)
 
 
+class CompiledSourcesKeyTest(unittest.TestCase):
+    """The key the counts are pinned to follows what is applied and compiled,
+    not the notes kept beside the patches."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        root = Path(tmp.name)
+        self.patches, debian = root / "patches", root / "debian"
+        for d, patch in ((self.patches, "a.patch"), (debian / "delta", "flags.patch")):
+            d.mkdir(parents=True)
+            (d / "series").write_text(f"{patch}\n")
+            (d / patch).write_text("--- a/x\n+++ b/x\n")
+        (self.patches / "README.md").write_text("notes\n")
+        (self.patches / "unit-tests.toml").write_text("[a]\n")
+        self.pins = {"upstream": {"version": "1"}, "debian": {"version": "1-1"}, "files": []}
+        for patcher in (mock.patch.object(paths, "PATCHES", self.patches),
+                        mock.patch.object(paths, "DEBIAN", debian)):
+            patcher.start()
+            self.addCleanup(patcher.stop)
+
+    def test_notes_beside_the_patches_leave_the_key_alone(self):
+        before = pgo.compiled_sources_key(self.pins)
+        (self.patches / "README.md").write_text("notes, measured again\n")
+        (self.patches / "unit-tests.toml").write_text("[a]\n[b]\n")
+        self.assertEqual(pgo.compiled_sources_key(self.pins), before)
+
+    def test_a_patch_the_series_or_the_delta_changes_the_key(self):
+        before = pgo.compiled_sources_key(self.pins)
+        for f in (self.patches / "a.patch", self.patches / "series", paths.DEBIAN / "delta" / "flags.patch"):
+            with self.subTest(changed=f.name):
+                old = f.read_text()
+                f.write_text(old + "+one more line\n")
+                self.assertNotEqual(pgo.compiled_sources_key(self.pins), before)
+                f.write_text(old)
+        self.assertEqual(pgo.compiled_sources_key(self.pins), before)
+
+
 class FlagChecksTest(unittest.TestCase):
     GEN = ["c++", "-O2", "-g", "-DNDEBUG", "-fprofile-generate=/var/lib/ceph-perf/pgo", "-c", "x.cc"]
     USE = ["c++", "-O2", "-g", "-DNDEBUG", "-fprofile-use=/p", "-fprofile-partial-training", "-c", "x.cc"]
