@@ -10,7 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from .common import locked, log, read_stamp, replace_dir, rmtree, write_stamp
+from .common import locked, log, read_stamp, replace_dir, rmtree, write_atomic, write_stamp
+
+# In a resumable stage's unfinished output: the inputs it is being made from.
+RESUME_MARK = ".inputs"
 
 
 def current(out: Path, key: str, valid: Callable[[dict], bool] = lambda stamp: True) -> dict | None:
@@ -23,7 +26,7 @@ def current(out: Path, key: str, valid: Callable[[dict], bool] = lambda stamp: T
 
 def produce(out: Path, key: str, make: Callable[[Path], dict], *,
             valid: Callable[[dict], bool] = lambda stamp: True, force: bool = False,
-            keep_failed: bool = False) -> dict:
+            keep_failed: bool = False, resumable: bool = False) -> dict:
     """`out`'s stamp, making `out` first unless it is current.
 
     make(new) fills the fresh directory `new` and returns the fields to stamp
@@ -31,6 +34,10 @@ def produce(out: Path, key: str, make: Callable[[Path], dict], *,
     same stage waits for the lock and then finds the output current.
     keep_failed leaves what a failing make() wrote in `new`, for diagnosis
     (its logs); the next run discards it.
+    resumable keeps an interrupted or failed make()'s `new` for the next run
+    with the same inputs, whose make() takes it up where its own markers say
+    the last one stopped (a run with other inputs, or forced, discards it):
+    for a stage whose first step takes hours and whose checks take minutes.
     """
     with locked(out.with_name(f".{out.name}.lock")):
         stamp = None if force else current(out, key, valid)
@@ -38,14 +45,21 @@ def produce(out: Path, key: str, make: Callable[[Path], dict], *,
             log(f"up to date (inputs unchanged): {out}")
             return stamp
         new = out.with_name(f".{out.name}.new")
-        rmtree(new)  # whatever an interrupted run left is never trusted
-        new.mkdir(parents=True)
+        mark = new / RESUME_MARK
+        if resumable and not force and mark.is_file() and mark.read_text() == key:
+            log(f"resuming {new}: an earlier run with these inputs stopped before it was done")
+        else:
+            rmtree(new)  # whatever an interrupted run left is never trusted
+            new.mkdir(parents=True)
+            if resumable:
+                write_atomic(mark, key)
         try:
             fields = make(new)
         except BaseException:
-            if not keep_failed:
+            if not (keep_failed or resumable):
                 rmtree(new)
             raise
+        mark.unlink(missing_ok=True)
         write_stamp(new / "stamp.json", inputs=key, **fields)
         replace_dir(new, out)
     return read_stamp(out / "stamp.json")

@@ -9,7 +9,10 @@ has checked) is unpacked with dpkg-source -x inside a throwaway overlay of the
 root and built whole with dpkg-buildpackage; nothing of the development tree
 or its build directory is used, and the overlay is gone afterwards. The
 unpack path is fixed, so ccache serves one release build from the last.
-An interrupted release build starts over; ccache keeps what it had compiled.
+A build interrupted before dpkg-buildpackage finished starts over (ccache
+keeps what it had compiled); one interrupted, or failed, after it finished
+resumes at its checks with the same inputs, as the build takes hours here and
+the checks minutes.
 
 Then two checks of what was built, as Debian's QA runs them:
   - blhc on the build log: every compile and link line carries the flags
@@ -105,17 +108,30 @@ def check_changes(root: Root, new: Path) -> str:
     return changes.name
 
 
+# In an unfinished output: dpkg-buildpackage finished and its results are all
+# copied out; what is left are the checks.
+BUILT = "built.json"
+
+
 def release_build(dsc: Path, kind: str, build_env: dict, new: Path) -> dict:
-    t0 = time.monotonic()
     tree, _ = assembled()  # the build root is made from its Build-Depends
     root = Root("build", tree)
-    clean_build(root, dsc, kind, build_env, new)
-    seconds = round(time.monotonic() - t0)
+    built = new / BUILT
+    if built.is_file():
+        seconds = json.loads(built.read_text())["build_seconds"]
+        log(f"the clean build of {dsc.name} finished in an earlier run ({seconds} s); "
+            "resuming at its checks")
+    else:
+        t0 = time.monotonic()
+        clean_build(root, dsc, kind, build_env, new)
+        seconds = round(time.monotonic() - t0)
+        write_atomic(built, json.dumps({"build_seconds": seconds}) + "\n")
     explained = check_log(new)
     check_counts_fit(new, build_env)
     changes = check_changes(root, new)
     files = sorted(f.name for f in new.iterdir() if f.suffix in (".deb", ".changes", ".buildinfo", ".dsc"))
     log(f"release build of {dsc.name} in {seconds} s, blhc and lintian clean: {', '.join(files)}")
+    built.unlink()
     return {"dsc": dsc.name, "profile": kind, **build_env, "build_seconds": seconds, "changes": changes,
             "blhc_explained": explained, "files": files}
 
@@ -142,7 +158,7 @@ def built_release(dsc: Path | None, kind: str, environ: dict, jobs: int | None, 
     # the .dsc holds the checksums of every file it names
     key = hash_inputs([("dsc", dsc), ("profile", kind), ("environment", what_is_built(build_env)),
                        ("scripts", BUILD.read_text() + LINTIAN.read_text()), ("blhc", BLHC_RULES)])
-    produce(out, key, lambda new: release_build(dsc, kind, build_env, new), keep_failed=True)
+    produce(out, key, lambda new: release_build(dsc, kind, build_env, new), resumable=True)
     return out
 
 
