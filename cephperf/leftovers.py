@@ -7,11 +7,16 @@ from pathlib import Path
 from cephperf.paths import REPO, cache_dir
 
 
-def our_daemons() -> list[str]:
-    """ceph-mon, ceph-osd, rados and node-side (cephperf.runtime) processes of the bench (not other users' ones)."""
+def our_daemons(anywhere: bool = False) -> list[str]:
+    """ceph-mon, ceph-osd, rados and node-side (cephperf.runtime) processes of
+    this checkout's bench (not other users' ones); with `anywhere`, of any
+    ceph-perf bench on the machine."""
     # the bench's daemons name files under the cache (their ceph.conf), which
-    # need not be called ceph-perf when $CEPH_PERF_CACHE points elsewhere
-    marks = ("ceph-perf", str(REPO), str(cache_dir()))
+    # need not be called ceph-perf when $CEPH_PERF_CACHE points elsewhere. A
+    # test's leftover check counts only its own cache's: a second checkout's
+    # gate on another cache is not this one's leftover (it is load, which
+    # `anywhere` finds for those that time the machine).
+    marks = (str(REPO), str(cache_dir())) + (("ceph-perf",) if anywhere else ())
     found = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():

@@ -171,7 +171,7 @@ def execute():
     # Daemons live only as long as the run that holds their namespaces, so any
     # found now belong to a bench or cluster still running: its load would
     # skew every round, and its processes would count as ours left behind.
-    if running := our_daemons():
+    if running := our_daemons(anywhere=True):
         raise StageError("bench processes are already running (another gate, or a `bench/cluster up` cluster; "
                          "stop it with `bench/cluster down` or wait for it):\n  " + "\n  ".join(running), EXIT_ERROR)
     identity = {"gate": str(args.gate.resolve()), "packages": args.packages,
