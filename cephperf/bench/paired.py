@@ -1,5 +1,5 @@
 """Paired statistics for the gate: per-pair log ratios, a t-interval, and
-the smallest effect a run could have detected.
+the smallest regression a run would have failed.
 
 Rounds run in ABBA blocks (A B, B A, A B, ...): each adjacent
 baseline/candidate pair gives one log ratio, and drift over the run cancels
@@ -83,17 +83,39 @@ def spread_from_median(records: list[dict], metric: str, mode: str) -> dict[str,
     return out
 
 
-def paired_interval(d: list[float], confidence: float, power: float) -> dict:
-    """Ratio (the geometric mean of the pairs' ratios), its t-interval and the
-    minimum detectable effect at the given power, as ratios."""
+def paired_interval(d: list[float], confidence: float, power: float, tolerance: float = 0.0,
+                    better: str = "lower") -> dict:
+    """Ratio (the geometric mean of the pairs' ratios), its t-interval, and
+    the smallest regression the gate fails with the given power, as ratios."""
     n = len(d)
     mean = statistics.fmean(d)
-    se = statistics.stdev(d) / math.sqrt(n) if n > 1 else float("inf")
-    t_ci = t_quantile((1 + confidence) / 2, n - 1) if n > 1 else float("inf")
-    mde = (t_ci + t_quantile(power, n - 1)) * se if n > 1 else float("inf")
+    if n < 2:
+        return {"ratio": math.exp(mean), "ci": [0.0, math.inf], "pairs": n, "pair_sd": None, "mde": None}
+    sd = statistics.stdev(d)  # the sample SD (n - 1 in its denominator): the pairs are a sample
+    se = sd / math.sqrt(n)
+    t_ci = t_quantile((1 + confidence) / 2, n - 1)
+    mde = smallest_failed_regression(se, t_ci, t_quantile(power, n - 1), tolerance, better)
     return {"ratio": math.exp(mean), "ci": [math.exp(mean - t_ci * se), math.exp(mean + t_ci * se)],
-            "pairs": n, "pair_sd": statistics.stdev(d) if n > 1 else None,
-            "mde": math.expm1(mde) if mde != float("inf") else None}
+            "pairs": n, "pair_sd": sd, "mde": mde}
+
+
+def smallest_failed_regression(se: float, t_ci: float, t_power: float, tolerance: float,
+                               better: str) -> float | None:
+    """The regression (a fraction of the baseline, in the rule's bad direction)
+    that the gate fails with the power t_power stands for. The gate fails a
+    rule when the mean log ratio lies beyond both the interval's half-width
+    t_ci * se and the tolerance; a true effect that much plus t_power * se
+    beyond 0 gets there with that power (Student's t for the normal, as the
+    interval does). A run whose interval is narrower than the tolerance can
+    fail nothing smaller than the tolerance, however steady its rounds.
+    None where no regression can fail the rule (higher is better, and a
+    tolerance of 100% or more)."""
+    if better != "lower" and tolerance >= 1:
+        return None
+    bound = math.log1p(tolerance) if better == "lower" else -math.log1p(-tolerance)
+    effect = max(t_ci * se, bound) + t_power * se
+    # lower is better: the candidate higher by this much; higher is better: lower by it
+    return math.expm1(effect) if better == "lower" else -math.expm1(-effect)
 
 
 def verdict(rule: dict, est: dict) -> str:
@@ -129,7 +151,7 @@ def judge_paired(records: list[dict], rules: dict) -> dict:
         if not d:
             out.append({**rule, "verdict": "no data", "ok": False})
             continue
-        est = {**paired_interval(d, conf, power),
+        est = {**paired_interval(d, conf, power, rule["tolerance"], rule["better"]),
                "spread": spread_from_median(records, rule["metric"], rule.get("mode", "native"))}
         if len(d) < min_pairs:
             # One or two pairs give no interval worth the name: noise would decide.

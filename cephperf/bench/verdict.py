@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from .. import paths
-from ..common import load_toml, write_atomic
+from ..common import EXIT_ERROR, load_toml, write_atomic
 from .diagnose import findings
 from .functions import tables
 from .paired import judge_paired
@@ -52,8 +52,13 @@ def new_run_dir(kind: str, label: str) -> Path:
 
 def overall(j: dict) -> str:
     verdicts = [r["verdict"] for r in j["rules"] if r["verdict"] != "not measured"]
-    if "regression" in verdicts or "no data" in verdicts:
-        return "regression" if "regression" in verdicts else "no data"
+    # A regression shown stands even where another rule lacks data. A rule
+    # without data, or a run in which no rule had rounds of its mode, is no
+    # verdict at all: the gate could not measure what it judges.
+    if "regression" in verdicts:
+        return "regression"
+    if "no data" in verdicts or not verdicts:
+        return "no data"
     if not j["judged"]:
         return "not judged (smoke)"
     if all(v == "gain" for v in verdicts):
@@ -94,14 +99,22 @@ def finish(rep: dict, out: Path, strict: bool) -> int:
     pairs = min((r.get("pairs", 0) for r in j["rules"] if r["verdict"] != "not measured"), default=0)
     for r in j["rules"]:
         if r.get("ratio") is not None:
+            # the smallest regression this run fails at the rules' power, its tolerance included
             mde = f"; smallest detectable {r['mde']:.1%}" if r.get("mde") is not None else ""
             print(f"{r['metric']}: candidate/baseline {r['ratio']:.4f} [{r['ci'][0]:.4f}, {r['ci'][1]:.4f}] "
                   f"over {r['pairs']} pair(s){mde}: {r['verdict']}")
+        elif r["verdict"] == "no data":
+            print(f"{r['metric']}: no data (no pair of {r.get('mode', 'native')} rounds measured it)")
     v = rep["verdict"]
     where = f"({out}/report.md)"
-    if v in ("regression", "no data"):
+    if v == "regression":
         print(f"gate: REGRESSION ({v}) {where}")
         return EXIT_REGRESSION
+    if v == "no data":
+        missing = [r["metric"] for r in j["rules"] if r["verdict"] == "no data"]
+        print(f"gate: ERROR (could not run): no data for {', '.join(missing) if missing else 'any rule'} "
+              f"(no round measured it) {where}")
+        return EXIT_ERROR
     if v == "not judged (smoke)":
         print(f"gate: PASS (not judged: {pairs} round(s) per side is a smoke run; the rules need "
               f"{j['min_pairs']} for a verdict) {where}")

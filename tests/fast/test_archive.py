@@ -39,8 +39,9 @@ class TargetEntriesTest(unittest.TestCase):
         got = [(e["uri"], e["suite"]) for e in archive.target_entries("trixie")]
         self.assertEqual(got, [(HOST_URI, "trixie"), (HOST_URI, "trixie-updates"),
                                (SECURITY_URI, "trixie-security")])
-        lines = archive.sources_lines(archive.target_entries("trixie"), "deb-src")
-        self.assertTrue(all(line.startswith("deb-src ") for line in lines.splitlines()))
+        lines = archive.sources_lines(archive.target_entries("trixie"), "deb-src").splitlines()
+        self.assertEqual(len(lines), 3, lines)  # all() of no line would hold too
+        self.assertTrue(all(line.startswith("deb-src ") for line in lines), lines)
 
     def test_one_line_format(self):
         (self.etc / "sources.list").write_text(

@@ -4,8 +4,10 @@ states the smallest effect it could have detected."""
 import math
 import random
 import unittest
+from argparse import Namespace
 
 from cephperf.bench.paired import judge_paired, log_ratios, t_quantile
+from cephperf.stages.gate import DEFAULT_PAIRS, plan
 
 RULES = {"stats": {"confidence": 0.95, "power": 0.8, "min_pairs": 3},
          "rule": [{"metric": "instructions_per_op", "better": "lower", "tolerance": 0.01}]}
@@ -48,6 +50,20 @@ class PairedVerdictTest(unittest.TestCase):
         # 1% per round of drift, no noise: ABBA leaves the estimate at 1 within rounding
         r = verdict(abba(random.Random(5), 6, 0.0, 0.0, drift=0.01))
         self.assertAlmostEqual(r["ratio"], 1.0, delta=0.005)
+
+    def test_the_gates_default_plan_cancels_a_linear_drift(self):
+        # The gate's own order of rounds, each mode's round k at e^(0.01 k), no
+        # effect: a pair in A B order gives +0.01, one in B A order -0.01, and
+        # whole ABBA blocks (an even number of pairs) sum to 0: a ratio of 1.
+        args = Namespace(mode="both", rounds=DEFAULT_PAIRS, counted_rounds=DEFAULT_PAIRS)
+        rounds = plan(args)
+        recs = [{"pair": pair, "side": side, "mode": mode, "instructions_per_op": 208_000 * math.exp(0.01 * k)}
+                for mode in ("native", "callgrind")
+                for k, (_, pair, side) in enumerate(r for r in rounds if r[0] == mode)]
+        for mode in ("native", "callgrind"):
+            d = log_ratios(recs, "instructions_per_op", mode)
+            self.assertEqual(len(d), DEFAULT_PAIRS)
+            self.assertAlmostEqual(sum(d), 0.0, places=12, msg=f"{mode}: pairs' log ratios {d}")
 
     def test_a_gain_is_named(self):
         r = verdict(abba(random.Random(6), 5, -0.10, 0.006))

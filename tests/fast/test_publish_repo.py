@@ -59,6 +59,17 @@ def fixture_changes(dest: Path, version: str) -> Path:
 
 
 class PublishRepoTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # A cache of the tests' own: unsigned runs make a throwaway key (and
+        # start a gpg-agent) in the cache, and the persistent one is not theirs
+        # to write. One for the class: the key takes seconds to make.
+        cls._cache = tempfile.TemporaryDirectory(prefix="ceph-perf-test-cache-")
+        cls.cache = Path(cls._cache.name)
+        cls.addClassCleanup(cls._cache.cleanup)
+        cls.addClassCleanup(subprocess.run, ["gpgconf", "--homedir", str(cls.cache / "throwaway-gnupg"),
+                                             "--kill", "gpg-agent"], capture_output=True)
+
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="ceph-perf-test-")
         self.addCleanup(self._tmp.cleanup)
@@ -66,7 +77,8 @@ class PublishRepoTest(unittest.TestCase):
         self.out = self.tmp / "repo"
 
     def publish(self, inputs: Path, *extra) -> subprocess.CompletedProcess:
-        return run_stage("publish-repo", "--debs", inputs, "--out", self.out, *extra, timeout=300)
+        return run_stage("publish-repo", "--debs", inputs, "--out", self.out, *extra, timeout=300,
+                         env={"CEPH_PERF_CACHE": str(self.cache)})
 
     def index(self) -> str:
         return (self.out / "dists" / "trixie" / "main" / "binary-amd64" / "Packages").read_text()

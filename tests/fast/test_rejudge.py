@@ -72,6 +72,18 @@ class RejudgeTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("gate: PASS (gain)", r.stdout)
 
+    def test_no_data_is_no_verdict(self):
+        # rounds that never measured a judged metric, and a run without rounds: exit 2, never 1 or 0
+        rep = ab_report(1.0)
+        for rec in rep["records"]:
+            del rec["osd_cpu_us_per_op"]
+        for name, saved in (("osd_cpu_us_per_op", self.save("no-cpu.json", rep)),
+                            ("any rule", self.save("none.json", {**ab_report(1.0), "records": []}))):
+            r = self.run_prog(GATE, "--rejudge", saved, "--out", self.tmp / saved.stem)
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertTrue(r.stdout.strip().splitlines()[-1].startswith(
+                f"gate: ERROR (could not run): no data for {name} (no round measured it)"), r.stdout[-500:])
+
     def test_every_run_gets_a_new_directory(self):
         saved = self.save("r.json", ab_report(1.0))
         self.run_prog(GATE, "--rejudge", saved)

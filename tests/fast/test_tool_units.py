@@ -177,7 +177,9 @@ class PatchTestsHelperTest(unittest.TestCase):
                   "command": "c++ -DROCKSDB_PLATFORM_POSIX -c log_writer.cc"}]))
             database = load_database(Path(tmp))
             self.assertEqual(command_for(database, f"{tmp}/src/rocksdb/db/log_writer.cc")[1], f"{tmp}/r")
-            self.assertIsNotNone(command_for(database, f"{tmp}/src/a.cc"))
+            # and the top-level one still is
+            self.assertEqual(command_for(database, f"{tmp}/src/a.cc"),
+                             (["c++", "-O2", "-c", "../src/a.cc"], f"{tmp}/b"))
 
 
 if __name__ == "__main__":

@@ -19,8 +19,19 @@ class ThreadsTest(unittest.TestCase):
             self.assertIn("bstore_kv_sync", run["threads"]["by_name"])
             self.assertTrue(names & {"tp_osd_tp", "bstore_kv_sync", "msgr-worker-0", "msgr-worker-1",
                                      "msgr-worker-2"}, names)
-            for t in run["threads"]["busiest"]:
-                self.assertGreaterEqual(t["cpu_percent"], 0)
+            busiest = run["threads"]["busiest"]
+            # the busiest first, and each thread within the one core it can use
+            # (a clock tick of slack: CPU times count in 10 ms ticks)
+            self.assertEqual(busiest, sorted(busiest, key=lambda t: -t["cpu_seconds"]))
+            self.assertGreater(busiest[0]["cpu_percent"], 1, busiest[0])
+            self.assertLessEqual(busiest[0]["cpu_percent"], 101, busiest[0])
+            # the threads' shares add up to the OSD's CPU over the same window
+            # (less the threads that ended within it, and each share's rounding)
+            seconds = run["threads"]["seconds"]
+            threads_cpu = sum(g["cpu_percent"] for g in run["threads"]["by_name"].values()) * seconds / 100
+            osd_cpu = run["osd_cpu_seconds"]
+            self.assertAlmostEqual(threads_cpu, osd_cpu, delta=0.1 * osd_cpu + 0.3,
+                                   msg=f"threads {threads_cpu:.2f} s, the OSD {osd_cpu} s over {seconds} s")
             self.assertGreater(run["queues"]["bluestore.kv_sync_lat"]["count"], 0)
             self.assertIn("Busiest thread:", (Path(tmp) / "threads.md").read_text())
 
