@@ -26,7 +26,7 @@ def current(out: Path, key: str, valid: Callable[[dict], bool] = lambda stamp: T
 
 def produce(out: Path, key: str, make: Callable[[Path], dict], *,
             valid: Callable[[dict], bool] = lambda stamp: True, force: bool = False,
-            keep_failed: bool = False, resumable: bool = False) -> dict:
+            keep_failed: bool = False, resumable: bool = False, resume_key: str | None = None) -> dict:
     """`out`'s stamp, making `out` first unless it is current.
 
     make(new) fills the fresh directory `new` and returns the fields to stamp
@@ -38,6 +38,9 @@ def produce(out: Path, key: str, make: Callable[[Path], dict], *,
     with the same inputs, whose make() takes it up where its own markers say
     the last one stopped (a run with other inputs, or forced, discards it):
     for a stage whose first step takes hours and whose checks take minutes.
+    resume_key (default: key) is what an unfinished output must have been
+    started with to be taken up: the inputs of the long step alone, so that
+    a change to what only the checks read (their rules) resumes at them.
     """
     with locked(out.with_name(f".{out.name}.lock")):
         stamp = None if force else current(out, key, valid)
@@ -46,13 +49,14 @@ def produce(out: Path, key: str, make: Callable[[Path], dict], *,
             return stamp
         new = out.with_name(f".{out.name}.new")
         mark = new / RESUME_MARK
-        if resumable and not force and mark.is_file() and mark.read_text() == key:
+        resume_key = resume_key or key
+        if resumable and not force and mark.is_file() and mark.read_text() == resume_key:
             log(f"resuming {new}: an earlier run with these inputs stopped before it was done")
         else:
             rmtree(new)  # whatever an interrupted run left is never trusted
             new.mkdir(parents=True)
             if resumable:
-                write_atomic(mark, key)
+                write_atomic(mark, resume_key)
         try:
             fields = make(new)
         except BaseException:

@@ -68,6 +68,20 @@ class ProduceTest(unittest.TestCase):
                 produce(self.out, second["key"], two_steps(calls, False), resumable=True, force=second["force"])
                 self.assertEqual(calls, ["build", "check", "build", "check"])
 
+    def test_a_change_to_what_only_the_checks_read_resumes_at_the_checks(self):
+        calls = []
+        with self.assertRaises(Interrupted):
+            produce(self.out, "build1+rules1", two_steps(calls, True), resumable=True, resume_key="build1")
+        self.assertEqual((self.new / RESUME_MARK).read_text(), "build1")
+        stamp = produce(self.out, "build1+rules2", two_steps(calls, False), resumable=True, resume_key="build1")
+        self.assertEqual(calls, ["build", "check", "check"])
+        self.assertEqual(stamp["inputs"], "build1+rules2")
+        # other inputs of the long step start over
+        with self.assertRaises(Interrupted):
+            produce(self.out, "build2+rules2", two_steps(calls, True), resumable=True, resume_key="build2")
+        produce(self.out, "build3+rules2", two_steps(calls, False), resumable=True, resume_key="build3")
+        self.assertEqual(calls, ["build", "check", "check", "build", "check", "build", "check"])
+
     def test_an_unfinished_output_without_the_mark_is_never_resumed(self):
         self.new.mkdir(parents=True)
         (self.new / "built").write_text("")  # left by a run of a non-resumable version
