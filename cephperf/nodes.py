@@ -61,21 +61,29 @@ def run_check(module: str, spec: NodeSpec, binds: list, out: Path, logs: list[st
         for sub in logs:
             if (state / sub).exists():
                 shutil.copytree(state / sub, out / "log" / Path(sub).parent, dirs_exist_ok=True)
+        # a record marked could_not_run ended before its checks began: no verdict on what it checks
+        if result.get("could_not_run"):
+            raise StageError(f"{what} could not run: {result.get('error')}", EXIT_ERROR)
         raise StageError(f"{what} failed: {result.get('error')}", EXIT_FAIL)
     return result
 
 
-def check_osd_debs(module: str, debs_dir: Path, out: Path, ports: int, logs: list[str], what: str) -> dict:
+def check_osd_debs(module: str, debs_dir: Path | None, out: Path, ports: int, logs: list[str], what: str,
+                   **spec_fields) -> dict:
     """A node-side check (cephperf.runtime.MODULE) of a build's ceph-osd .deb,
     installed over Debian's stock packages in a throwaway overlay of the
-    runtime root; its state goes once the check passes."""
-    debs = sorted(d for d in debs_dir.glob("ceph-osd_*.deb"))
-    if not debs:
+    runtime root, or with debs_dir None of the stock packages themselves (a
+    check of the test); spec_fields add to its node contract (conf, bench).
+    Its state goes once the check passes."""
+    debs = sorted(d for d in debs_dir.glob("ceph-osd_*.deb")) if debs_dir else []
+    if debs_dir and not debs:
         raise StageError(f"{debs_dir}: no ceph-osd_*.deb; build it with ci/build-debs --profile osd-only "
                          "or name a directory with --debs", EXIT_ERROR)
     state = bench_state(module.replace("_", "-") + "-test")
-    spec = NodeSpec(state_dir=str(state), spare_ports=[free_port() for _ in range(ports)], debs=[str(d) for d in debs])
-    log(f"{what} with {', '.join(d.name for d in debs)}")
+    spec = NodeSpec(state_dir=str(state), spare_ports=[free_port() for _ in range(ports)], debs=[str(d) for d in debs],
+                    **spec_fields)
+    packages = ", ".join(d.name for d in debs) or "Debian's stock packages"
+    log(f"{what} with {packages}")
     result = run_check(module, spec, [debs_dir], out, logs, what)
     rmtree(state)
     return result

@@ -124,10 +124,11 @@ class Cluster:
     def callgrind_out(self) -> Path:
         return self.state / "callgrind.out"
 
-    def stop_osd(self):
+    def stop_osd(self) -> int:
+        """Stop osd.0; its exit status (not 0: it failed on its way down)."""
         proc = self.procs.pop("osd.0")
         proc.terminate()
-        proc.wait(timeout=120)
+        return proc.wait(timeout=120)
 
     def osd_pid(self) -> int:
         return self.procs["osd.0"].pid

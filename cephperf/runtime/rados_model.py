@@ -1,0 +1,301 @@
+"""Runs inside a throwaway overlay of the trixie runtime root (ci/rados-model-test).
+
+Upstream's model-checked RADOS workload on the OSD under test, with what
+teuthology's thrashers do meanwhile, on one OSD with a mgr (since Nautilus
+the mgr carries out pg_num changes):
+  1. ceph_test_rados (Debian's ceph-test): reads, writes, appends, deletes,
+     xattrs, self-managed snapshots, rollbacks and copy-from, every read
+     checked against its model of each object. During it the pool's pg_num
+     is raised (a PG split: done when the pool has the new count, every PG
+     of it is active and the OSD's own PG count grew as much) and the OSD
+     is stopped and started again; it must finish with no error;
+  2. omap with DeleteRange forced (rocksdb_delete_range_threshold 0): random
+     compound sets, key and range removals and clears on dozens of objects,
+     each object's whole omap compared with a model after every round and
+     once more after an OSD restart;
+  3. the OSD stopped, ceph-bluestore-tool fsck --deep on its store.
+The two clients are in model_workloads.py. What runs is spec.bench,
+bench/rados-model.toml as the host read it. The record names a failed step,
+and an OSD that died with the cause its log gives; could_not_run marks a run
+that never got to check the OSD.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import random
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .checks import install_candidate, installed_version
+from .cluster import Cluster
+from .model_workloads import OmapModel, TestRados, pool_ioctx
+from .record import NodeError, recorded
+from .shell import log, sh
+from .spec import NodeSpec
+
+POOL = "bench"  # the cluster's own pool, where ceph_test_rados runs
+OMAP_POOL = "omap"
+# how often a wait looks again; each wait has its own deadline
+POLL_SECONDS = 1
+# the lines of an OSD's log that say why it aborted (its crash dump repeats them)
+ABORT_LINE = re.compile(r"rocksdb: submit_common error: .*|FAILED ceph_assert.*|Caught signal \(\w+\)")
+
+
+class NotExercised(NodeError):
+    """The run ended before it did what it must (the workload was too short): no verdict on the OSD."""
+
+
+class Steps:
+    """The record's steps: a line each on the log, and each one's time and counts."""
+
+    def __init__(self, result: dict, cluster: Cluster):
+        self.result, self.cluster = result, cluster
+        result["steps"], result["checks"] = [], []
+
+    @contextlib.contextmanager
+    def step(self, name: str):
+        entry = {"step": name}
+        self.result["checks"].append(entry)
+        t0 = time.monotonic()
+        try:
+            yield entry
+        except (NodeError, subprocess.TimeoutExpired) as e:
+            entry["error"] = f"{abort_summary(self.cluster)}{e}"
+            raise (type(e) if isinstance(e, NodeError) else NodeError)(f"{name}: {entry['error']}") from None
+        finally:
+            entry["seconds"] = round(time.monotonic() - t0, 1)
+
+    def line(self, text: str) -> None:
+        self.result["steps"].append(text)
+        log(text)
+
+
+def abort_summary(cluster: Cluster) -> str:
+    """What a dead OSD's log says of its end, above the backtrace cause() shows:
+    the assertion, the signal and the RocksDB error before them."""
+    osd = cluster.procs.get("osd.0")
+    if osd is None or osd.poll() is None:
+        return ""
+    log_file = cluster.state / "log" / "osd.0.log"
+    with open(log_file, "rb") as f:
+        f.seek(max(0, log_file.stat().st_size - (4 << 20)))
+        text = f.read().decode(errors="replace")
+    found = dict.fromkeys(m.group(0).split(" code =")[0].strip() for m in ABORT_LINE.finditer(text))
+    return f"osd.0 died ({' | '.join(list(found)[:4])}); " if found else ""
+
+
+def wait_until(what: str, seconds: float, check, cluster: Cluster):
+    """check()'s first true value, polled while the cluster's daemons stay alive; fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        cluster.check_alive()
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise NodeError(f"{what}: not within {seconds} s")
+        time.sleep(POLL_SECONDS)
+
+
+def ceph_json(cluster: Cluster, *args) -> dict | list:
+    return json.loads(cluster.ceph(*args, "--format", "json").stdout)
+
+
+def set_osd_option(cluster: Cluster, key: str, value: str) -> None:
+    """At run time, as an operator would; the OSD must report it back."""
+    cluster.ceph("tell", "osd.0", "config", "set", key, value)
+    got = ceph_json(cluster, "tell", "osd.0", "config", "get", key)
+    if str(got.get(key)) != value:
+        raise NodeError(f"osd.0 did not take {key} = {value}: {got}")
+
+
+def autoscale_off(cluster: Cluster, pool: str) -> None:
+    # pg_num changes only when this test makes them
+    cluster.ceph("osd", "pool", "set", pool, "pg_autoscale_mode", "off")
+
+
+def make_pool(cluster: Cluster, name: str, pgs: int) -> None:
+    cluster.ceph("osd", "pool", "create", name, str(pgs), str(pgs), "replicated")
+    cluster.ceph("osd", "pool", "set", name, "size", "1", "--yes-i-really-mean-it")
+    cluster.ceph("osd", "pool", "application", "enable", name, "rados")
+    autoscale_off(cluster, name)
+
+
+def pool_pgs(cluster: Cluster, pool: str) -> tuple[int, list[str]]:
+    """The pool's pg_num in the OSD map, and its PGs' states as the mgr has them from the OSD."""
+    pools = ceph_json(cluster, "osd", "pool", "ls", "detail")
+    pg_num = next(p["pg_num"] for p in pools if p["pool_name"] == pool)
+    listing = ceph_json(cluster, "pg", "ls-by-pool", pool)
+    return pg_num, [pg["state"] for pg in listing.get("pg_stats", [])]
+
+
+def osd_pg_count(cluster: Cluster) -> int:
+    return ceph_json(cluster, "tell", "osd.0", "perf", "dump", "osd")["osd"]["numpg"]
+
+
+def split_pool(cluster: Cluster, pool: str, conf: dict) -> dict:
+    """Raise the pool's pg_num and wait until the split really happened."""
+    before, _ = pool_pgs(cluster, pool)
+    target = conf["pg_num"]
+    if target <= before:
+        raise NodeError(f"[split] pg_num = {target}: the pool already has {before} PGs; a split needs more")
+    osd_before = osd_pg_count(cluster)
+    cluster.ceph("osd", "pool", "set", pool, "pg_num", str(target))
+
+    def split_done():
+        pg_num, states = pool_pgs(cluster, pool)
+        return (pg_num == target and len(states) == target and all("active" in s for s in states)
+                and osd_pg_count(cluster) >= osd_before + target - before)
+
+    wait_until(f"the split of pool {pool} from {before} to {target} PGs (by ceph-mgr)", conf["seconds"],
+               split_done, cluster)
+    return {"pg_num_from": before, "pg_num_to": target, "osd_pgs_from": osd_before, "osd_pgs_to": osd_pg_count(cluster)}
+
+
+def osd_up_from(cluster: Cluster) -> int:
+    """The OSD map epoch osd.0 came up in, 0 while it is down."""
+    osd = next(o for o in ceph_json(cluster, "osd", "dump")["osds"] if o["osd"] == 0)
+    return osd["up_from"] if osd["up"] else 0
+
+
+def restart_osd(cluster: Cluster, seconds: int) -> dict:
+    """Stop the OSD and start it again; done when the mon has it up again, booted anew."""
+    up_from = osd_up_from(cluster)
+    status = cluster.stop_osd()
+    if status != 0:
+        raise NodeError(f"osd.0 exited with status {status} when stopped: {cluster.cause()}")
+    cluster.start_osd()
+
+    def booted_again() -> int:
+        epoch = osd_up_from(cluster)
+        return epoch if epoch > up_from else 0
+
+    return {"up_from": up_from, "up_again_from": wait_until("osd.0 up again after its restart", seconds,
+                                                            booted_again, cluster)}
+
+
+def test_rados_step(cluster: Cluster, workload: dict, steps: Steps) -> None:
+    conf = workload["test_rados"]
+    with steps.step("ceph_test_rados with a PG split and an OSD restart") as entry:
+        events = [("split", workload["split"]["at"], lambda: split_pool(cluster, POOL, workload["split"])),
+                  ("restart", workload["restart"]["at"], lambda: restart_osd(cluster, workload["restart"]["seconds"]))]
+        run = TestRados(cluster, conf, POOL)
+        deadline = time.monotonic() + conf["seconds"]
+        try:
+            while run.running():
+                cluster.check_alive()
+                if events and run.progress() >= events[0][1] * run.ops:
+                    name, _, do = events.pop(0)
+                    entry[name] = {"ops_started_before": run.started, **do(), "ops_started_after": run.progress()}
+                    if not run.running():
+                        break
+                elif time.monotonic() > deadline:
+                    raise NodeError(f"ceph_test_rados did not finish within {conf['seconds']} s "
+                                    f"({run.progress()} of {run.ops} ops started)")
+                else:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        run.proc.wait(POLL_SECONDS)
+        finally:
+            run.stop()
+        cluster.check_alive()
+        entry.update(exit=run.proc.returncode, ops_started=run.progress())
+        entry["op_counts"] = run.check()
+        if events:
+            raise NotExercised(f"ceph_test_rados finished ({run.started} ops) before the {events[0][0]}: "
+                               "give it more ops (--ops)")
+        split, restart = entry["split"], entry["restart"]
+        steps.line(f"ceph_test_rados: {run.started} ops ({describe(entry['op_counts'])}), 0 errors; during it "
+                   f"pool {POOL} split from {split['pg_num_from']} to {split['pg_num_to']} PGs (the OSD's own "
+                   f"PGs {split['osd_pgs_from']} -> {split['osd_pgs_to']}) after {split['ops_started_before']} ops, "
+                   f"osd.0 restarted after {restart['ops_started_before']} ops (up again in epoch "
+                   f"{restart['up_again_from']})")
+
+
+def describe(counts: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+
+
+def omap_step(cluster: Cluster, workload: dict, steps: Steps, rng: random.Random) -> None:
+    conf = workload["omap"]
+    with steps.step("omap model with DeleteRange forced") as entry:
+        make_pool(cluster, OMAP_POOL, conf["pool_pgs"])
+        set_osd_option(cluster, "rocksdb_delete_range_threshold", "0")
+        with pool_ioctx(cluster, OMAP_POOL, conf["op_timeout"]) as ioctx:
+            model = OmapModel(cluster, ioctx, conf, rng)
+            model.create()
+            for r in range(conf["rounds"]):
+                model.run(conf["ops"] * (r + 1) // conf["rounds"] - model.ops)
+                model.verify(f"read-back {r + 1} of {conf['rounds']}")
+            entry["restart"] = restart_osd(cluster, workload["restart"]["seconds"])
+            keys = model.verify("read-back after an OSD restart")
+        entry.update(ops=model.ops, subops=dict(model.subops), objects=len(model.omap), keys_at_end=keys,
+                     keys_compared=model.keys_checked)
+        steps.line(f"omap model, DeleteRange forced: {model.ops} ops ({describe(model.subops)}) on "
+                   f"{len(model.omap)} objects; {conf['rounds']} read-backs and one after an OSD restart "
+                   f"compared {model.keys_checked} keys with the model ({keys} at the end): all as modelled")
+
+
+def fsck_step(cluster: Cluster, seconds: int, steps: Steps) -> None:
+    with steps.step("ceph-bluestore-tool fsck --deep") as entry:
+        status = cluster.stop_osd()
+        if status != 0:
+            raise NodeError(f"osd.0 exited with status {status} when stopped: {cluster.cause()}")
+        store = cluster.state / "osd" / "ceph-0"
+        r = sh("ceph-bluestore-tool", "fsck", "--deep", "true", "--path", store, timeout=seconds, check=False,
+               env=cluster.osd_env)
+        output = (r.stdout + r.stderr).strip()
+        (cluster.state / "log" / "fsck.log").write_text(output + "\n")
+        entry["exit"] = r.returncode
+        if r.returncode != 0 or "fsck success" not in output:
+            raise NodeError(f"fsck of {store} (exit {r.returncode}): {' | '.join(output.splitlines()[-10:])}")
+        steps.line(f"ceph-bluestore-tool fsck --deep of the stopped OSD's store: {output.splitlines()[-1]}")
+
+
+def rados_model(spec: NodeSpec, result: dict) -> None:
+    workload = spec.bench
+    if spec.debs:
+        install_candidate(spec, result, "bluestore_onode_cache_absent", "bluestore-onode-lookup-once.patch")
+    else:
+        result["stock"] = installed_version("ceph-osd")
+    result["ceph-test"] = installed_version("ceph-test")
+    result["seed"] = seed = workload.get("seed", random.randrange(1 << 32))
+    conf = {"global": {"osd_pool_default_pg_autoscale_mode": "off"}}
+    for section, values in spec.conf.items():
+        conf.setdefault(section, {}).update(values)
+    cluster = Cluster(dataclasses.replace(spec, state_dir=str(Path(spec.state_dir) / "cluster"), mgr=True,
+                                          port=spec.spare_ports[0], v1_port=spec.spare_ports[1], conf=conf))
+    steps = Steps(result, cluster)
+    try:
+        cluster.up()
+        autoscale_off(cluster, POOL)
+        result["could_not_run"] = False
+        test_rados_step(cluster, workload, steps)
+        omap_step(cluster, workload, steps, random.Random(seed))
+        fsck_step(cluster, workload["fsck"]["seconds"], steps)
+    finally:
+        cluster.down()
+
+
+def main() -> int:
+    spec = NodeSpec.load(Path(sys.argv[1]))
+    t0 = time.monotonic()
+    with recorded(Path(spec.state_dir)) as result:
+        # until the cluster is up, a failure says nothing about the OSD
+        result["could_not_run"] = True
+        try:
+            rados_model(spec, result)
+        except NotExercised:
+            result["could_not_run"] = True
+            raise
+        finally:
+            result["seconds"] = round(time.monotonic() - t0)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
