@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 GTEST = "src/googletest/googletest"
+CCACHE = shutil.which("ccache")
 
 
 def load_database(build: Path) -> dict:
@@ -94,7 +96,10 @@ class Checks:
         obj = Path("/tmp/unit/objects") / f"{str(path).strip('/').replace('/', '_')}.{digest}.o"
         obj.parent.mkdir(parents=True, exist_ok=True)
         logname = f"{name}.{path.name}.compile.log"
-        rc, _ = self.run(retarget(argv, path, obj) + extra, cwd, logname, 900)
+        # through ccache (its directory is in the persistent cache): a test
+        # that carries the bundled RocksDB compiles a few hundred sources
+        launcher = [CCACHE] if CCACHE and Path(argv[0]).name != "ccache" else []
+        rc, _ = self.run(launcher + retarget(argv, path, obj) + extra, cwd, logname, 900)
         if rc != 0:
             return None, f"compiling {path} failed (exit {rc}); see {logname}"
         self.objects[key] = obj
@@ -102,8 +107,16 @@ class Checks:
 
     def units_of(self, t: dict, base: tuple) -> list[tuple]:
         """(source, argv, directory) of every object the test links."""
-        support = [s for s in self.plan["test_support"] if not (t.get("own_main") and s == "src/test/unit.cc")]
+        if t.get("ceph_common", True):
+            support = [s for s in self.plan["test_support"]
+                       if not (t.get("own_main") and s == "src/test/unit.cc")]
+        else:
+            # a test of the bundled RocksDB alone: googletest's own main
+            support = [] if t.get("own_main") else [f"{GTEST}/src/gtest_main.cc"]
         units = [(self.tree / src, *base) for src in [*t["sources"], *support, f"{GTEST}/src/gtest-all.cc"]]
+        if t.get("rocksdb_library"):
+            # the bundled RocksDB's library, each source with its own command
+            units += [(Path(src), argv, cwd) for src, (argv, cwd) in self.rocksdb_library()]
         if t.get("options_table"):
             # the generated table is compiled with its own command from the configured tree
             generated = self.build / "src/common/options/global_options.cc"
@@ -112,17 +125,40 @@ class Checks:
                       (Path(self.plan["options_table_source"]), *base)]
         return units
 
-    def link(self, name: str, objects: list, cwd: str) -> str | None:
-        lib = self.plan["libceph_common"]
-        # -rdynamic: export the test's definitions, so that the library's
-        # references through its GOT (ceph_options, the options table the
-        # library reads) resolve to them; the library's direct calls to its
-        # own functions cannot be redirected
+    def rocksdb_library(self) -> list[tuple[str, tuple[list[str], str]]]:
+        """(source, (argv, directory)) of each source of the bundled RocksDB's
+        library, from the database its own configure step wrote: every .cc
+        under src/rocksdb but its tools, tests and benchmarks, and its own
+        copy of googletest (the test has the tree's)."""
+        root = (self.tree / "src" / "rocksdb").resolve()
+        # and build_version.cc, which its configure writes into its build dir
+        generated = (self.build / "src" / "rocksdb" / "build_version.cc").resolve()
+        skip = ("tools/", "test_util/", "db_stress_tool/", "benchmarks/", "microbench/", "examples/", "java/",
+                "third-party/")
+        found = []
+        for path in sorted(self.db):
+            rel = Path(path).relative_to(root).as_posix() if Path(path).is_relative_to(root) else None
+            if path != str(generated) and (rel is None or rel.startswith(skip)
+                                           or rel.endswith(("_test.cc", "_bench.cc", "testutil.cc"))):
+                continue
+            found.append((path, command_for(self.db, path)))
+        return found
+
+    def link(self, name: str, objects: list, cwd: str, t: dict) -> str | None:
         work = Path("/tmp/unit") / name
         work.mkdir(parents=True, exist_ok=True)
-        rc, _ = self.run(["c++", "-rdynamic", "-o", str(work / name), *map(str, objects), lib,
-                          "-Wl,-rpath," + str(Path(lib).parent),
-                          "-lboost_thread", "-lboost_iostreams", "-lfmt", "-lpthread", "-ldl"],
+        if t.get("ceph_common", True):
+            lib = self.plan["libceph_common"]
+            # -rdynamic: export the test's definitions, so that the library's
+            # references through its GOT (ceph_options, the options table the
+            # library reads) resolve to them; the library's direct calls to its
+            # own functions cannot be redirected
+            libs = ["-rdynamic", lib, "-Wl,-rpath," + str(Path(lib).parent),
+                    "-lboost_thread", "-lboost_iostreams", "-lfmt"]
+        else:
+            libs = []
+        libs += [f"-l{x}" for x in t.get("libraries", [])]
+        rc, _ = self.run(["c++", "-o", str(work / name), *map(str, objects), *libs, "-lpthread", "-ldl"],
                          cwd, f"{name}.link.log", 300)
         return None if rc == 0 else f"linking failed (exit {rc}); see {name}.link.log"
 
@@ -138,7 +174,7 @@ class Checks:
         t0 = time.monotonic()
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             built = list(pool.map(lambda unit: self.compile_object(name, *unit), self.units_of(t, base)))
-        failed = next((err for _, err in built if err), None) or self.link(name, [o for o, _ in built], base[1])
+        failed = next((err for _, err in built if err), None) or self.link(name, [o for o, _ in built], base[1], t)
         entry["build_seconds"] = round(time.monotonic() - t0, 1)
         if failed:
             return {**entry, "rc": failed}
