@@ -115,7 +115,9 @@ def choose_io_mock(spec: NodeSpec, cluster: Cluster) -> str:
     """The IO-mock variant: our bluestore_io_mock where this ceph-osd has it,
     upstream's two debug options otherwise. Returns which one, for the record."""
     if osd_has_option(cluster.osd_bin, "bluestore_io_mock", cluster.osd_env):
-        spec.conf.setdefault("osd", {})["bluestore_io_mock"] = "true"
+        # honoured only where it names the OSD: its own [osd.N] section
+        for n in range(spec.osds):
+            spec.conf.setdefault(f"osd.{n}", {})["bluestore_io_mock"] = "true"
         return "bluestore_io_mock"
     spec.runtime_conf.setdefault("osd", {}).update(UPSTREAM_IO_MOCK)
     return "upstream debug options (this ceph-osd has no bluestore_io_mock)"

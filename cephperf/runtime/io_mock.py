@@ -10,10 +10,19 @@ cluster running the candidate's ceph-osd:
      and its log names the mode; restart with the option off: refuses again;
   4. a second OSD that already holds objects: the option alone is refused
      (exit, message names bluestore_io_mock_force); with the force option it
-     comes up mocked, its earlier objects read back intact, new ones as zeros.
+     comes up mocked, its earlier objects read back intact, new ones as zeros;
+  5. on the first OSD, before its restart: a snapshot's clone of a mocked
+     object with omap is made (no assert) and reads as zeros (not a device
+     read that fails its checksum);
+  6. a third cluster that sets the mode for every OSD before one is created,
+     in the monitors' central configuration and in ceph.conf's [osd] section:
+     the new OSD refuses it (its log says why, BLUESTORE_IO_MOCK_REFUSED
+     shows), stores its objects and reads them back intact, before and after
+     a restart.
 Every wait is bounded; a step that fails is named in the record (record.json).
 """
 import dataclasses
+import hashlib
 import json
 import re
 import subprocess
@@ -30,10 +39,17 @@ from .spec import NodeSpec
 EXIT_WAIT = 180  # a refused mount must end the daemon well within this
 
 
+# The mode is honoured only where it names the OSD: its own section.
+OWN_SECTION = "osd.0"
+
+
 def set_osd_option(cluster: Cluster, key: str, value: str) -> None:
-    """Rewrite one [osd] option in ceph.conf (the next OSD start reads it)."""
+    """Rewrite one option in osd.0's own section of ceph.conf (the next OSD start reads it)."""
     text = re.sub(rf"^{key} = .*\n", "", cluster.conf.read_text(), flags=re.M)
-    cluster.conf.write_text(text.replace("[osd]\n", f"[osd]\n{key} = {value}\n", 1))
+    header = f"[{OWN_SECTION}]\n"
+    if header not in text:
+        text += f"\n{header}"
+    cluster.conf.write_text(text.replace(header, f"{header}{key} = {value}\n", 1))
 
 
 def osd_log(cluster: Cluster) -> str:
@@ -79,9 +95,23 @@ def check_stat(cluster: Cluster, objects: Objects) -> None:
             raise NodeError(f"rados stat {name}: {stat.strip()}, expected size {size}")
 
 
+def mocked_clone(cluster: Cluster, objects: Objects) -> str:
+    """A snapshot's clone of a mocked object, with omap: made, and read as zeros."""
+    name, size = "mock-cloned", 65536
+    objects.put(name, size)
+    sh(*cluster.rados, "setomapval", name, "key", "value", timeout=60)
+    sh(*cluster.rados, "mksnap", "before-overwrite", timeout=60)
+    objects.put(name, size)  # the overwrite makes BlueStore clone the object for the snapshot
+    cluster.check_alive()
+    zeros = hashlib.sha256(bytes(size)).hexdigest()
+    if objects.read_sum(name, snap="before-overwrite") != zeros:
+        raise NodeError(f"the snapshot's clone of mocked {name} does not read as {size} zeros")
+    return f"a snapshot's clone of a mocked object with omap: made, reads as {size} zeros"
+
+
 def mocked_osd(spec: NodeSpec, state: Path, steps: list) -> None:
     cluster = Cluster(dataclasses.replace(spec, state_dir=str(state), mgr=True,
-                                          conf={"osd": {"bluestore_io_mock": "true"}}))
+                                          conf={OWN_SECTION: {"bluestore_io_mock": "true"}}))
     try:
         cluster.up()
         if "bluestore_io_mock is ON" not in osd_log(cluster):
@@ -98,6 +128,7 @@ def mocked_osd(spec: NodeSpec, state: Path, steps: list) -> None:
             raise NodeError(f"omap does not read back: {omap.strip()}")
         steps.append(f"{n} objects written: all listed, stat gives their sizes, reads return that many zeros, "
                      "omap reads back")
+        steps.append(mocked_clone(cluster, objects))
         cluster.stop_osd()
         line = expect_refusal(cluster, cluster.start_osd(), r"ran with bluestore_io_mock.*cannot be mounted again",
                               "restart with the option set")
@@ -135,10 +166,46 @@ def osd_with_data(spec: NodeSpec, state: Path, steps: list) -> None:
         cluster.down()
 
 
+def set_centrally(spec: NodeSpec, state: Path, steps: list) -> None:
+    """The mode where every OSD reads it, before any OSD exists: the monitors'
+    central configuration, and the [osd] section of ceph.conf (where
+    orchestrators put cluster-wide settings)."""
+    cluster = Cluster(dataclasses.replace(spec, state_dir=str(state), mgr=True,
+                                          conf={"osd": {"bluestore_io_mock": "true"}}))
+    try:
+        for d in ("run", "log", "mon/ceph-a", "osd/ceph-0"):
+            (state / d).mkdir(parents=True, exist_ok=True)
+        cluster.write_conf()
+        cluster.start_mon()
+        # --force: a stock monitor does not know the option, and stores it anyway
+        cluster.ceph("config", "set", "osd", "bluestore_io_mock", "true", "--force")
+        cluster.make_osd()
+        cluster.make_pool()
+        cluster.check_alive()
+        if "bluestore_io_mock is ON" in osd_log(cluster):
+            raise NodeError("set in the central configuration, bluestore_io_mock switched a new OSD's mode on")
+        refusal = next((ln for ln in osd_log(cluster).splitlines() if "not for this OSD alone" in ln), None)
+        if refusal is None:
+            raise NodeError("the OSD did not log that it refused the centrally set bluestore_io_mock")
+        msg = wait_for_health_check(cluster, "BLUESTORE_IO_MOCK_REFUSED")
+        objects = Objects(cluster, state)
+        objects.write("central")
+        n = objects.verify("set centrally: writes")
+        cluster.stop_osd()
+        cluster.start_osd()
+        objects.verify("set centrally: after a restart")
+        steps.append(f"set in the central configuration and the [osd] section: refused (log: "
+                     f"{refusal.strip()[-120:]}; health: "
+                     f"BLUESTORE_IO_MOCK_REFUSED: {msg}); {n} objects read back intact, also after a restart")
+    finally:
+        cluster.down()
+
+
 def io_mock_checks(spec: NodeSpec, state: Path, steps: list) -> None:
-    first, second = spec.spare_ports[:2], spec.spare_ports[2:4]
+    first, second, third = spec.spare_ports[:2], spec.spare_ports[2:4], spec.spare_ports[4:6]
     mocked_osd(dataclasses.replace(spec, port=first[0], v1_port=first[1]), state / "mocked", steps)
     osd_with_data(dataclasses.replace(spec, port=second[0], v1_port=second[1]), state / "with-data", steps)
+    set_centrally(dataclasses.replace(spec, port=third[0], v1_port=third[1]), state / "central", steps)
 
 
 def main():

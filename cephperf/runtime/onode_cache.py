@@ -17,12 +17,23 @@ an operator would (`ceph tell osd.0 config set`), then:
      replaces the absent entry;
   5. after a pool snapshot, an object is overwritten (BlueStore creates its
      clone): the snapshot reads the old contents, the head the new.
+Then:
+  6. switching absent entries off at run time drops those already cached:
+     the next read of an object remembered absent misses the onode cache;
+  7. with a key error injected (bluestore_debug_inject_onode_key_error), a
+     new object's write makes the OSD abort in the key self-check, before
+     the key is stored; restarted, the OSD takes the client's resent write
+     under the right key, and the object reads back.
 Last, the OSD restarts and every object reads back as last written.
 Every wait is bounded; a step that fails is named in the record (record.json).
 """
 import dataclasses
+import hashlib
 import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from .checks import Objects, candidate_check_main
@@ -37,7 +48,9 @@ READS = 20
 COPY_CHUNK = 65536
 COPY_SIZE = 5 * COPY_CHUNK
 # (cache_absent, key_self_check) per round: the default first, then each switch
-ROUNDS = [(True, False), (False, False), (True, True)]
+ROUNDS = [(True, True), (False, True), (True, False)]
+# the self-check must stop the OSD well within this
+ABORT_WAIT = 120
 
 
 class Store(Objects):
@@ -123,6 +136,68 @@ def one_round(cluster: Cluster, store: Store, tag: str, cache_absent: bool, self
     return steps
 
 
+def absent_entries_dropped(cluster: Cluster, store: Store) -> str:
+    """Absent entries switched off at run time: those already cached go."""
+    set_options(cluster, True, True)
+    store.missing("an object remembered absent", "dropped-never")
+    store.missing("an object remembered absent, again", "dropped-never")
+    set_options(cluster, False, True)
+    hits0, misses0 = onode_counters(cluster)
+    store.missing("the first read once absent entries are off", "dropped-never")
+    hits1, misses1 = onode_counters(cluster)
+    if misses1 == misses0:
+        raise NodeError(f"absent entries switched off at run time: the object remembered absent was still "
+                        f"answered from the onode cache ({hits1 - hits0} hits, no miss)")
+    set_options(cluster, True, True)
+    return ("absent entries switched off at run time: the entry cached before is gone "
+            f"(the next read missed the onode cache {misses1 - misses0} time(s))")
+
+
+def key_self_check_stops_a_bad_key(cluster: Cluster, store: Store) -> str:
+    """A corrupted key for a new object: the OSD aborts before storing it; the
+    client's write, resent to the restarted OSD, is stored under the right key."""
+    name = "self-check-new"
+    data = os.urandom(4096)
+    src = store.work / f"{name}.put"
+    src.write_bytes(data)
+    cluster.ceph("tell", "osd.0", "config", "set", "bluestore_debug_inject_onode_key_error", "true")
+    osd = cluster.procs["osd.0"]
+    # the write waits for the OSD (its retries span the restart): in the background
+    writer = subprocess.Popen([*map(str, cluster.rados), "put", name, str(src)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + ABORT_WAIT
+        while osd.poll() is None:
+            if writer.poll() is not None:
+                raise NodeError("a write with a corrupted onode key was acknowledged: the key self-check did not "
+                                f"stop it before it was stored (rados put exit {writer.returncode})")
+            if time.monotonic() > deadline:
+                raise NodeError(f"with a key error injected, the OSD neither aborted nor acknowledged the write "
+                                f"within {ABORT_WAIT} s")
+            try:
+                osd.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
+        cluster.procs.pop("osd.0")
+        tail = "\n".join(cluster.log_tail("osd.0", 60))
+        if "t == oid" not in tail:
+            raise NodeError(f"the OSD exited (status {osd.returncode}), but not in the key self-check: "
+                            f"{cluster.cause()}")
+        cluster.start_osd()  # the injection was a run-time setting: gone
+        out, _ = writer.communicate(timeout=300)
+        if writer.returncode != 0:
+            raise NodeError(f"the write resent to the restarted OSD failed: {out.strip()[-300:]}")
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+        src.unlink()
+    store.sums[name], store.sizes[name] = hashlib.sha256(data).hexdigest(), len(data)
+    store.check("written after the self-check stopped its corrupted key", name)
+    return ("a corrupted onode key: the OSD aborted in the key self-check before storing it; restarted, it "
+            "stored the client's resent write under the right key, which reads back")
+
+
 def onode_cache_osd(spec: NodeSpec, state: Path, steps: list) -> None:
     conf = {"osd": {"osd_copyfrom_max_chunk": str(COPY_CHUNK)}}
     cluster = Cluster(dataclasses.replace(spec, state_dir=str(state), conf=conf))
@@ -131,6 +206,8 @@ def onode_cache_osd(spec: NodeSpec, state: Path, steps: list) -> None:
         store = Store(cluster, state)
         for i, (cache_absent, self_check) in enumerate(ROUNDS):
             steps += one_round(cluster, store, f"r{i}", cache_absent, self_check)
+        steps.append(absent_entries_dropped(cluster, store))
+        steps.append(key_self_check_stops_a_bad_key(cluster, store))
         cluster.stop_osd()
         cluster.start_osd()
         for name in sorted(store.sums):

@@ -6,8 +6,9 @@ DIR holds the candidate's ceph-osd .deb (default: ci/build-debs' osd-only
 output); it is installed over Debian's stock packages in a throwaway overlay
 of the trixie runtime root. What is checked is listed in
 cephperf/runtime/io_mock.py: the health warning, reads and listings of mocked
-writes, a restart that refuses (with the option on and off), the refusal on
-an OSD that holds data, and the forced switch.
+writes, a snapshot's clone of a mocked object, a restart that refuses (with
+the option on and off), the refusal on an OSD that holds data, the forced
+switch, and the mode set in the monitors' central configuration refused.
 Exit 0 on pass, 1 when a step fails (named), 2 when the test could not run.
 The result goes to --out (default build/reports/io-mock/result.json).
 """
@@ -24,7 +25,8 @@ def execute():
     p.add_argument("--debs", type=Path, default=paths.debs_out("osd-only"))
     p.add_argument("--out", type=Path, default=paths.reports("io-mock"))
     args = p.parse_args()
-    result = check_osd_debs("io_mock", args.debs.resolve(), args.out, 4, ["mocked/log", "with-data/log"], "IO-mock test")
+    result = check_osd_debs("io_mock", args.debs.resolve(), args.out, 6, ["mocked/log", "with-data/log", "central/log"],
+                            "IO-mock test")
     log(f"PASS: bluestore_io_mock behaves as documented ({result['candidate']})")
     return 0
 

@@ -34,7 +34,9 @@ class IoMockTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr[-4000:])
         for step in ("health: BLUESTORE_IO_MOCK", "reads return that many zeros",
                      "restart with the option set: refused", "restart with the option off: refused",
-                     "switching the mode on is refused", "forced: the OSD comes up mocked"):
+                     "switching the mode on is refused", "forced: the OSD comes up mocked",
+                     "a snapshot's clone of a mocked object with omap: made, reads as",
+                     "set in the central configuration and the [osd] section: refused"):
             self.assertIn(step, r.stderr)
 
     def test_a_ceph_osd_without_the_option_is_named(self):
