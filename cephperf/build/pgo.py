@@ -26,7 +26,7 @@ import tarfile
 from pathlib import Path
 
 from .. import paths
-from ..common import EXIT_ERROR, StageError, hash_inputs, load_toml
+from ..common import EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_toml
 from .series import quilt_files
 
 ARCHIVE = "pgo-profile.tar.xz"
@@ -123,3 +123,19 @@ def verified_counts(pins: dict) -> tuple[Path | None, str]:
                          f"{pin['sha256']} ({pin['size']} bytes): these are not the pinned counts. "
                          "Pin them with ci/pgo-train --pin, or restore the pinned file", EXIT_ERROR)
     return path, f"training counts {pin['sha256'][:12]} carried ({len(data)} bytes)"
+
+
+def require_counts(pins: dict, build_profiles: str) -> None:
+    """A build with PGO (the default, see profiles.py) needs the pinned counts
+    of exactly these sources: stop before any building when they are not
+    there, saying how to retrain. Never a silent build without them."""
+    from .profiles import pgo
+    if not pgo(build_profiles):
+        return
+    counts, why = verified_counts(pins)
+    if counts is None:
+        raise StageError(f"the release is built with profile-guided optimisation, but {why}. Retrain on these "
+                         f"sources: ci/pgo-train --pin (an instrumented build and the training, about two hours "
+                         f"on 2 cores), commit {paths.PGO_PIN.relative_to(paths.REPO)} and "
+                         f"{paths.PGO_COUNTS.relative_to(paths.REPO)}, and run this again; or build without it: "
+                         f"DEB_BUILD_PROFILES=pkg.ceph.nopgo", EXIT_FAIL)

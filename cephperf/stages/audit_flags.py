@@ -19,8 +19,9 @@ in a Ceph or RocksDB area: "nothing of Ceph's audited" is never a pass.
   --debs DIR     audit every .deb in DIR (ci/build-debs' out/ directory).
   --rules FILE   the rules (default cmake/audit-rules.toml).
   --profile-use  every Ceph/RocksDB and link-time unit must carry -fprofile-use
-                 (a pkg.ceph.pgo build); implied by --debs DIR when DIR's
-                 stamp.json names pkg.ceph.pgo among its DEB_BUILD_PROFILES.
+                 (a PGO build); implied by --debs DIR when DIR's stamp.json
+                 shows a PGO build (DEB_BUILD_PROFILES without pkg.ceph.nopgo,
+                 pkg.ceph.nolto or pkg.ceph.pgo-generate).
 A unit compiled with -fprofile-generate (pkg.ceph.pgo-generate, the
 instrumented build of ci/pgo-train) always fails the audit.
 Reports go to build/reports/audit/ (report.md, report.json).
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, load_toml, main_wrapper, write_atomic
+from cephperf.build import profiles
 from cephperf.build.audit import audit_elfs, render_markdown
 from cephperf.build.elf import collect_elfs
 
@@ -44,12 +46,13 @@ def fetch_debian(pkgs: list[str], dest: Path) -> list[Path]:
 
 
 def built_with_profile(debs: Path) -> bool:
-    """Whether a build stage's stamp says its packages were built under pkg.ceph.pgo."""
+    """Whether a build stage's stamp says its packages were built with the
+    training counts (PGO, on unless its DEB_BUILD_PROFILES turn it off)."""
     try:
         stamp = json.loads((debs / "stamp.json").read_text())
     except FileNotFoundError:
         return False
-    return "pkg.ceph.pgo" in stamp.get("DEB_BUILD_PROFILES", "").split()
+    return profiles.pgo(stamp.get("DEB_BUILD_PROFILES", ""))
 
 
 def execute():
@@ -59,7 +62,7 @@ def execute():
     p.add_argument("--debs", type=Path, metavar="DIR", help="every .deb in DIR (ci/build-debs' out/)")
     p.add_argument("--out", type=Path, default=None, help="report directory (default build/reports/audit)")
     p.add_argument("--rules", type=Path, default=paths.AUDIT_RULES, help="audit rules (default cmake/audit-rules.toml)")
-    p.add_argument("--profile-use", action="store_true", help="require -fprofile-use (a pkg.ceph.pgo build)")
+    p.add_argument("--profile-use", action="store_true", help="require -fprofile-use (a PGO build)")
     args = p.parse_args()
     rules = load_toml(args.rules)
     if args.debs:

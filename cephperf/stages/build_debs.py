@@ -18,7 +18,9 @@ A long job, so it lives in the persistent cache and a re-run resumes:
 dpkg-buildpackage runs with -nc (no pre-clean): the make build resumes where an
 interrupted run stopped. The whole log is kept in build.log beside out/.
 Release builds keep Debian's WITH_TESTS=ON in the full profile (ceph-test is
-part of the drop-in set); nocheck is set because Debian's rules run no tests.
+part of the drop-in set). nocheck is left to the user: Debian's rules run no
+tests, and without it the osd-only profile also builds upstream's store test
+(ceph_test_objectstore), which ci/store-test runs and no package ships.
 """
 import argparse
 import json
@@ -64,18 +66,27 @@ def pin_debian_mtimes(tree: Path) -> int:
     return epoch
 
 
-def build_environment(environ: dict, kind: str, jobs: int | None) -> dict:
+# Profiles that say how the optimisations are wanted; without one of them, the
+# development loop (ci/build-debs) turns LTO and PGO off, for a quick build.
+OPTIMISATION_PROFILES = {"pkg.ceph.lto", "pkg.ceph.pgo", "pkg.ceph.nolto", "pkg.ceph.nopgo", "pkg.ceph.pgo-generate"}
+
+
+def build_environment(environ: dict, kind: str, jobs: int | None, development: bool = False) -> dict:
     """DEB_BUILD_OPTIONS and DEB_BUILD_PROFILES for the build: the user's, with
     ours appended. A user's parallel=N stands unless --jobs was given; without
-    either, every core. nocheck: Debian's rules for ceph run no tests anyway."""
+    either, every core. nocheck is the user's: Debian's rules for ceph run no
+    tests, and without it our osd-only profile builds upstream's store test
+    (ceph_test_objectstore, for ci/store-test). A release is built with LTO
+    and PGO unless the user's profiles turn them off; `development` (ci/build-debs)
+    builds without them unless the user's profiles name them."""
     options = environ.get("DEB_BUILD_OPTIONS", "").split()
     parallel = [o for o in options if o.startswith("parallel=")]
     if jobs is not None or not parallel:
         options = [o for o in options if not o.startswith("parallel=")] + [f"parallel={jobs or os.cpu_count() or 2}"]
-    if "nocheck" not in options:
-        options.append("nocheck")
     profiles = environ.get("DEB_BUILD_PROFILES", "").split() if kind != "source" else []
     profiles += [p for p in OUR_PROFILES[kind] if p not in profiles]
+    if development and kind != "source" and not OPTIMISATION_PROFILES & set(profiles):
+        profiles.append("pkg.ceph.nolto")
     return {"DEB_BUILD_OPTIONS": " ".join(options), "DEB_BUILD_PROFILES": " ".join(profiles)}
 
 
@@ -162,7 +173,7 @@ def execute():
     p.add_argument("--jobs", type=int, help="parallel jobs (default: parallel= of $DEB_BUILD_OPTIONS, else every core)")
     args = p.parse_args()
     kind = "source" if args.source_only else args.profile
-    build_env = build_environment(os.environ, kind, args.jobs)
+    build_env = build_environment(os.environ, kind, args.jobs, development=True)
     tree, tree_key = assembled()
     key = build_key(tree_key, kind, build_env)
     out = paths.debs_out(kind)

@@ -7,8 +7,9 @@ own CMake variables are never consulted.
 
 Cases:
   a          debian/rules override_dh_auto_configure, set up by
-             dpkg-buildpackage exactly as the release's package build would
-             be (build profile pkg.ceph.osd-only); also the link commands of
+             dpkg-buildpackage as the release's package build would be
+             (build profile pkg.ceph.osd-only), with LTO and PGO off
+             (pkg.ceph.nolto); also the link commands of
              ceph-osd and ceph-fuse: Ceph's common code linked statically,
              never libceph-common.so
   b          plain cmake, RelWithDebInfo, minimal tree
@@ -16,12 +17,12 @@ Cases:
              (cephperf/build/controls/rocksdb-prefix-flags.patch), configured
              debhelper-style (None plus dpkg-buildflags); must FAIL
   a-debian   negative control: case a with Debian's rules as shipped (our
-             debian/delta/release-flags.patch reverted, no build profile);
-             must FAIL on -DNDEBUG
-  a-lto      case a under the build profile pkg.ceph.lto: also -flto and
+             debian/delta/release-flags.patch reverted, none of our
+             optimisations, no osd-only profile); must FAIL on -DNDEBUG
+  a-lto      case a with LTO (pkg.ceph.nopgo): also -flto and
              -fno-semantic-interposition in every compile command
-  a-lto-pgo  case a-lto under pkg.ceph.pgo as well: also -fprofile-use in
-             every compile command, and no -fprofile-generate
+  a-lto-pgo  the release as built by default, LTO and PGO: also
+             -fprofile-use in every compile command, and no -fprofile-generate
   a-pgo-generate  negative control: case a under pkg.ceph.pgo-generate (the
              instrumented build ci/pgo-train runs); must FAIL on
              -fprofile-generate, which no release may carry
@@ -46,11 +47,13 @@ from cephperf.stages.source import assembled
 SCRIPT = paths.RUNTIME / "scripts" / "check-flags-case.sh"
 RULES_DELTA = paths.DEBIAN / "delta" / "release-flags.patch"
 EXPECT_FAIL = {"c", "a-debian", "a-pgo-generate"}
-# The build profiles of the package-build cases: the release's own (osd-only),
-# with LTO, and none for Debian's rules as shipped (its full set).
-PROFILES = {"a": "pkg.ceph.osd-only", "a-lto": "pkg.ceph.osd-only,pkg.ceph.lto",
-            "a-lto-pgo": "pkg.ceph.osd-only,pkg.ceph.lto,pkg.ceph.pgo",
-            "a-pgo-generate": "pkg.ceph.osd-only,pkg.ceph.lto,pkg.ceph.pgo-generate", "a-debian": ""}
+# The build profiles of the package-build cases: the release's own (osd-only)
+# with our optimisations off, with LTO alone, as released (LTO and PGO), the
+# instrumented build, and Debian's rules as shipped (its full set, none of
+# our optimisations).
+PROFILES = {"a": "pkg.ceph.osd-only,pkg.ceph.nolto", "a-lto": "pkg.ceph.osd-only,pkg.ceph.nopgo",
+            "a-lto-pgo": "pkg.ceph.osd-only",
+            "a-pgo-generate": "pkg.ceph.osd-only,pkg.ceph.pgo-generate", "a-debian": "pkg.ceph.nolto"}
 CASES = ("a", "b", "c", "a-debian", "a-lto", "a-lto-pgo", "a-pgo-generate")
 
 

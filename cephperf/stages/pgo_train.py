@@ -51,7 +51,9 @@ STALL_SECONDS = 60
 
 
 def instrumented_build(dsc: Path | None, jobs: int | None) -> Path:
-    environ = {**os.environ, "DEB_BUILD_PROFILES": INSTRUMENTED_PROFILES}
+    # nocheck: the store test is the release's to build; training runs ceph-osd only
+    options = " ".join(dict.fromkeys(os.environ.get("DEB_BUILD_OPTIONS", "").split() + ["nocheck"]))
+    environ = {**os.environ, "DEB_BUILD_PROFILES": INSTRUMENTED_PROFILES, "DEB_BUILD_OPTIONS": options}
     return built_release(dsc, "osd-only", environ, jobs, paths.pgo_generate_out())
 
 

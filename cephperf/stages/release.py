@@ -5,14 +5,19 @@ inputs are unchanged, and this job skips a check stage (audit, upgrade test,
 gate) that already passed on the same packages with the same tools.
 
   check-debian -> source -> buildroot -> check-flags -> patch-tests
-         -> source-package -> build-release (the .dsc, in a clean root; blhc, lintian)
-         -> audit-flags -> io-mock-test -> onode-cache-test -> publish-repo
-         -> upgrade-test
+         -> source-package -> build-release (the .dsc, in a clean root; blhc, LTO's ODR warnings, lintian)
+         -> audit-flags -> io-mock-test -> onode-cache-test
+         -> store-test (upstream's store_test.cc, built with the release)
+         -> rados-model-test (ceph_test_rados, omap with DeleteRange, fsck --deep)
+         -> publish-repo -> upgrade-test
          -> gate (candidate vs Debian stock)
 
-  --profile osd-only (default): ceph-osd + ceph-fuse (+ -dbg) over Debian's set,
-                                about an hour on 2 cores with a cold ccache
+  --profile osd-only (default): ceph-osd + ceph-fuse (+ -dbg) over Debian's set
   --profile full:               the whole drop-in set, many hours
+
+The packages are built with LTO and PGO unless DEB_BUILD_PROFILES turns them
+off (pkg.ceph.nolto, pkg.ceph.nopgo); without training counts of these
+sources the job stops at once, saying how to retrain (ci/pgo-train --pin).
 
 Arguments after `--` go to the gate stage's bench/gate, e.g. `-- --profile
 4m-write` or `-- --candidate-conf FILE` (gate the release under your own
@@ -30,7 +35,8 @@ import time
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.common import hash_inputs, log, main_wrapper, read_stamp, write_stamp
+from cephperf.build import pgo, profiles
+from cephperf.common import hash_inputs, load_pins, log, main_wrapper, read_stamp, write_stamp
 
 CI = paths.REPO / "ci"
 PACKAGE = paths.REPO / "cephperf"
@@ -38,11 +44,11 @@ PACKAGE = paths.REPO / "cephperf"
 
 def flag_cases(build_profiles: str) -> list[str]:
     """ci/check-flags' cases for the release's build profiles: the defaults,
-    and the compile commands of pkg.ceph.lto (with pkg.ceph.pgo) as built."""
-    chosen = build_profiles.split()
+    and the compile commands of the release as it is built (LTO, and PGO
+    unless the profiles turn them off)."""
     cases = ["a", "b", "c"]
-    if "pkg.ceph.lto" in chosen:
-        cases.append("a-lto-pgo" if "pkg.ceph.pgo" in chosen else "a-lto")
+    if profiles.lto(build_profiles):
+        cases.append("a-lto-pgo" if profiles.pgo(build_profiles) else "a-lto")
     return cases
 
 
@@ -78,6 +84,13 @@ def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH, gate_args: tu
          [debs / "stamp.json", PACKAGE / "stages" / "io_mock_test.py", PACKAGE / "nodes.py", node_side]),
         ("onode-cache-test", [ci / "onode-cache-test", "--debs", debs],
          [debs / "stamp.json", PACKAGE / "stages" / "onode_cache_test.py", PACKAGE / "nodes.py", node_side]),
+        # upstream's storage tests, on the release's own code: store_test.cc
+        # built with the release, and teuthology's model-checked RADOS workload
+        ("store-test", [ci / "store-test", "--tests", debs / "tests"],
+         [debs / "stamp.json", PACKAGE / "stages" / "store_test.py", paths.CMAKE / "store-test.toml", node_side]),
+        ("rados-model-test", [ci / "rados-model-test", "--debs", debs],
+         [debs / "stamp.json", PACKAGE / "stages" / "rados_model_test.py", paths.BENCH / "rados-model.toml",
+          PACKAGE / "nodes.py", node_side]),
         ("publish-repo", [ci / "publish-repo", "--debs", debs], None),
         ("upgrade-test", [ci / "upgrade-test"],
          [debs / "stamp.json", PACKAGE / "stages" / "upgrade_test.py", PACKAGE / "nodes.py", node_side]),
@@ -91,6 +104,8 @@ def execute():
     p.add_argument("--profile", choices=["osd-only", "full"], default="osd-only")
     p.add_argument("gate_args", nargs="*", metavar="-- GATE-ARGS", help="passed to bench/gate")
     args = p.parse_args()
+    # before any stage: a release with PGO (the default) and no counts of these sources stops here
+    pgo.require_counts(load_pins(), os.environ.get("DEB_BUILD_PROFILES", ""))
     return run_stages(stages(args.profile, gate_args=tuple(args.gate_args)))
 
 

@@ -15,16 +15,27 @@ from cephperf.stages.build_debs import build_environment, build_key, changelog_e
 class BuildEnvironmentTest(unittest.TestCase):
     def test_the_users_options_are_kept_and_ours_appended(self):
         env = build_environment({"DEB_BUILD_OPTIONS": "nodoc noopt"}, "osd-only", None)
-        self.assertEqual(env["DEB_BUILD_OPTIONS"], f"nodoc noopt parallel={os.cpu_count()} nocheck")
+        # nocheck is not added: without it the osd-only profile builds the store test
+        self.assertEqual(env["DEB_BUILD_OPTIONS"], f"nodoc noopt parallel={os.cpu_count()}")
         self.assertEqual(env["DEB_BUILD_PROFILES"], "pkg.ceph.osd-only")
 
     def test_the_users_parallel_decides_the_jobs(self):
         env = build_environment({"DEB_BUILD_OPTIONS": "parallel=1"}, "osd-only", None)
-        self.assertEqual(env["DEB_BUILD_OPTIONS"], "parallel=1 nocheck")
+        self.assertEqual(env["DEB_BUILD_OPTIONS"], "parallel=1")
 
     def test_jobs_on_the_command_line_win(self):
         env = build_environment({"DEB_BUILD_OPTIONS": "parallel=1 nocheck"}, "full", 3)
         self.assertEqual(env["DEB_BUILD_OPTIONS"], "nocheck parallel=3")
+
+    def test_the_development_loop_builds_without_lto_and_pgo_unless_asked(self):
+        # the release (ci/build-release) takes the rules' default: LTO and PGO
+        self.assertEqual(build_environment({}, "osd-only", 2)["DEB_BUILD_PROFILES"], "pkg.ceph.osd-only")
+        self.assertEqual(build_environment({}, "osd-only", 2, development=True)["DEB_BUILD_PROFILES"],
+                         "pkg.ceph.osd-only pkg.ceph.nolto")
+        for asked in ("pkg.ceph.lto", "pkg.ceph.nopgo", "pkg.ceph.pgo-generate"):
+            env = build_environment({"DEB_BUILD_PROFILES": asked}, "osd-only", 2, development=True)
+            self.assertEqual(env["DEB_BUILD_PROFILES"], f"{asked} pkg.ceph.osd-only")
+        self.assertEqual(build_environment({}, "source", 2, development=True)["DEB_BUILD_PROFILES"], "")
 
     def test_the_users_profiles_come_first_and_ours_once(self):
         env = build_environment({"DEB_BUILD_PROFILES": "nodoc pkg.ceph.osd-only"}, "osd-only", 2)

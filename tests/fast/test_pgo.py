@@ -221,3 +221,23 @@ class FlagChecksTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RequireCountsTest(unittest.TestCase):
+    """A release with PGO (the default) and no counts of its sources stops
+    before building, saying how to retrain; a build without PGO goes on."""
+
+    def test_stale_counts_stop_a_pgo_build_with_how_to_retrain(self):
+        with mock.patch.object(pgo, "verified_counts", return_value=(None, "they were trained on other sources")):
+            for build_profiles in ("", "pkg.ceph.osd-only", "pkg.ceph.lto pkg.ceph.pgo"):
+                with self.subTest(build_profiles=build_profiles), self.assertRaises(StageError) as e:
+                    pgo.require_counts({}, build_profiles)
+                self.assertEqual(e.exception.code, 1)
+                self.assertIn("ci/pgo-train --pin", str(e.exception))
+                self.assertIn("pkg.ceph.nopgo", str(e.exception))
+            for build_profiles in ("pkg.ceph.nopgo", "pkg.ceph.nolto", "pkg.ceph.pgo-generate"):
+                pgo.require_counts({}, build_profiles)  # no counts needed
+
+    def test_fitting_counts_let_it_build(self):
+        with mock.patch.object(pgo, "verified_counts", return_value=(Path("counts"), "carried")):
+            pgo.require_counts({}, "")

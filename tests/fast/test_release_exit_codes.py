@@ -82,9 +82,12 @@ class ReleaseFlagCasesTest(unittest.TestCase):
         return [str(a) for a in cmd[1:]]
 
     def test_the_release_checks_the_compile_commands_of_its_build_profiles(self):
-        self.assertEqual(self.check_flags_command(""), ["a", "b", "c"])
-        self.assertEqual(self.check_flags_command("pkg.ceph.lto"), ["a", "b", "c", "a-lto"])
-        self.assertEqual(self.check_flags_command("pkg.ceph.pgo pkg.ceph.lto"), ["a", "b", "c", "a-lto-pgo"])
+        # by default the release is built with LTO and PGO
+        self.assertEqual(self.check_flags_command(""), ["a", "b", "c", "a-lto-pgo"])
+        self.assertEqual(self.check_flags_command("pkg.ceph.lto pkg.ceph.pgo"), ["a", "b", "c", "a-lto-pgo"])
+        self.assertEqual(self.check_flags_command("pkg.ceph.nopgo"), ["a", "b", "c", "a-lto"])
+        self.assertEqual(self.check_flags_command("pkg.ceph.nolto"), ["a", "b", "c"])
+        self.assertEqual(self.check_flags_command("pkg.ceph.nolto pkg.ceph.nopgo"), ["a", "b", "c"])
 
 
 if __name__ == "__main__":

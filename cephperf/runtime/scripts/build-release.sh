@@ -21,6 +21,11 @@ nice -n 10 dpkg-buildpackage -us -uc $ARGS
 # and the binaries (a binary build's .changes lists no source)
 changes=$(ls ../*.changes)
 dpkg-genchanges --build=full -sa -O"$changes"
+# upstream's store test, built with the release (not shipped), for ci/store-test
+if [ -x obj-x86_64-linux-gnu/bin/ceph_test_objectstore ]; then
+  mkdir -p "$OUT/tests"
+  cp -p obj-x86_64-linux-gnu/bin/ceph_test_objectstore "$OUT/tests/"
+fi
 cd ..
 cp -p ./*.deb ./*.changes ./*.buildinfo ./*.dsc ./*.tar.* "$OUT"/
 ccache --show-stats | sed -n '1,12p'

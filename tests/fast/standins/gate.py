@@ -30,7 +30,8 @@ from cephperf.bench.verdict import judge_report, publish  # noqa: E402
 from cephperf.common import StageError, load_toml  # noqa: E402
 from cephperf.stages.gate import DEFAULT_PAIRS, plan  # noqa: E402
 
-LEVELS = {"native": {"iops": 6000.0, "osd_cpu_us_per_op": 150.0}, "callgrind": {"osd_instructions_per_op": 208_000.0}}
+LEVELS = {"native": {"iops": 6000.0, "osd_cpu_us_per_op": 150.0}, "callgrind": {"osd_instructions_per_op": 208_000.0,
+                                                                               "osd_est_cycles_per_op": 354_000.0}}
 # log noise of pair i (cycling): both sides' rounds, and the candidate's alone
 SHARED = (0.004, -0.004, 0.0, 0.0)
 OWN = (0.001, -0.002, 0.003, -0.002)
