@@ -12,7 +12,7 @@ When Debian has a revision of the pinned source package newer than the pin
 version, 18.2.7+ds-1+deb13u1+perfN, sorts below Debian's +deb13u2, so apt on
 our users' machines would replace our build with Debian's at the next upgrade,
 silently. The message names both versions, where Debian's is, and the rebase
-steps (README, "When Debian moves").
+steps (docs/apt-repository.md, "When Debian moves").
 
 Exit 0: the pin is Debian's newest. 1: Debian is newer. 2: could not check.
 Writes DIR/result.json (default build/reports/check-debian).
@@ -51,7 +51,7 @@ def rebase_steps(pins: dict, theirs: dict) -> str:
             f"  2. [ours] version = \"{theirs['version']}+perf1\";\n"
             f"  3. ci/source: a patch of ours that no longer applies is named with its hunk; refresh it with quilt;\n"
             f"  4. debian/changelog of our delta: a new entry; then ci/release.\n"
-            f"Until then, users who must keep our build pin it (README, \"Keeping our build until it is rebased\").")
+            f"Until then, users who must keep our build pin it (docs/apt-repository.md, \"Keeping our build until it is rebased\").")
 
 
 def execute():
