@@ -1,0 +1,308 @@
+"""ci/store-test: upstream's BlueStore tests (ceph_test_objectstore) on the release's build.
+
+  ci/store-test [--tests DIR | --stock] [--subset FILE] [--pass NAME]... [--filter PATTERNS] [--out DIR] [--force]
+
+Runs the tests that FILE (default cmake/store-test.toml) lists, from
+upstream's src/test/objectstore/store_test.cc, on BlueStore, in each of its
+passes: the series' options at their defaults, each at its other value, and
+RocksDB's DeleteRange for every omap removal. FILE says per test which path
+of our series it covers and why, and per pass its options. The binary is the
+release build's (DIR, default $CEPH_PERF_CACHE/builds/release-osd-only/out/tests),
+built from our patched tree; --stock runs Debian's own from package ceph-test
+instead (CI's smoke, where no release build is at hand). Both run in the
+trixie runtime root, one test per process, each in a fresh directory under
+the cache, which is removed afterwards.
+
+A pass setting an option the binary does not know is skipped, with the reason,
+on Debian's binary only: the release's must know every option (exit 1). The
+binary itself is asked (--show_config_value NAME: "option not found"), since
+it ignores an unknown --NAME=VALUE without a word and would run the defaults.
+--pass NAME (repeatable) and --filter PATTERNS (gtest-style globs separated by
+':', matched against the test names) run less.
+Exit 0 when every test that ran passed, 1 when one failed, crashed or went
+over its time (the pass, the test and the end of its output are named), 2
+when the tests could not run (no binary, a bad FILE). The report goes to
+--out (default build/reports/store-test/, with --stock store-test-stock/):
+report.json, report.md, gtest's XML per test (xml/), and a failing pass's
+whole output (logs/). A run of the same binary, FILE and selection that
+passed before is not repeated (--force repeats it).
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import shutil
+import time
+from pathlib import Path
+
+from cephperf import paths
+from cephperf.build.roots import Root
+from cephperf.common import (EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_toml, log, main_wrapper, rmtree,
+                             sha256_file, write_atomic)
+from cephperf.runtime.spec import RECORD
+from cephperf.stage import produce
+
+SUBSET = paths.CMAKE / "store-test.toml"
+BINARY = "ceph_test_objectstore"
+# Debian's, from package ceph-test in the runtime root (cmake/roots.toml)
+STOCK_BINARY = Path("/usr/bin") / BINARY
+NODE = paths.RUNTIME / "store_test.py"
+# What store_test.cc's fixtures run on; the subset's tests must be these instances.
+STORE = "bluestore"
+
+
+def subset_error(path: Path, message: str) -> StageError:
+    return StageError(f"{path}: {message}", EXIT_ERROR)
+
+
+def option_text(value) -> str:
+    """A TOML value as ceph reads it on its command line."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+TEST_KEYS, TEST_OPTIONAL = {"name", "seconds", "touches", "covers"}, {"runs"}
+PASS_KEYS, PASS_OPTIONAL = {"name", "why", "options"}, {"touches"}
+
+
+def load_subset(path: Path) -> dict:
+    """FILE's tests, passes and limits, checked: a fault names the file and what is wrong, on one line."""
+    data = load_toml(path)
+
+    def require(ok: bool, message: str) -> None:
+        if not ok:
+            raise subset_error(path, message)
+
+    require(set(data) == {"limits", "touches", "test", "pass"},
+            f"needs [limits], [touches], [[test]] and [[pass]] and nothing else; has {sorted(data)}")
+    limits, touches = data["limits"], data["touches"]
+    require(isinstance(limits, dict) and isinstance(touches, dict), "[limits] and [touches] must be tables")
+    for key in ("test_factor", "test_floor_seconds", "pass_factor", "pass_floor_seconds"):
+        require(isinstance(limits.get(key), (int, float)) and limits[key] > 0, f"[limits] {key} must be a positive number")
+    for kind, keys, optional in (("test", TEST_KEYS, TEST_OPTIONAL), ("pass", PASS_KEYS, PASS_OPTIONAL)):
+        entries = data[kind]
+        require(isinstance(entries, list) and all(isinstance(e, dict) for e in entries), f"{kind} must be [[{kind}]] tables")
+        names = [e.get("name") for e in entries]
+        for e in entries:
+            where = f"[[{kind}]] {e.get('name', '(no name)')}"
+            require(keys <= set(e) <= keys | optional,
+                    f"{where}: needs {', '.join(sorted(keys))}, may have {', '.join(sorted(optional))}; has {sorted(e)}")
+            require(isinstance(e["name"], str) and names.count(e["name"]) == 1, f"{where}: a name must be a unique string")
+            tags = e.get("touches", [])
+            require(isinstance(tags, list) and all(isinstance(t, str) for t in tags) and set(tags) <= set(touches),
+                    f"{where}: touches must list parts declared in [touches] ({', '.join(touches)})")
+    for t in data["test"]:
+        require(bool(t["touches"]), f"[[test]] {t['name']}: touches must name at least one part")
+        require(isinstance(t["seconds"], (int, float)) and t["seconds"] > 0,
+                f"[[test]] {t['name']}: seconds must be a positive number")
+        require(isinstance(t.get("runs", 1), int) and t.get("runs", 1) >= 1,
+                f"[[test]] {t['name']}: runs must be a whole number, 1 or more")
+    for p in data["pass"]:
+        require(isinstance(p["options"], dict) and all(isinstance(v, (str, int, float, bool))
+                                                       for v in p["options"].values()),
+                f"[[pass]] {p['name']}: options must be a table of NAME = value")
+    return data
+
+
+def select(subset: dict, path: Path, names: list[str], patterns: str | None) -> list[dict]:
+    """The passes to run, each with its tests and their time limits."""
+    limits, passes = subset["limits"], subset["pass"]
+    unknown = set(names) - {p["name"] for p in passes}
+    if unknown:
+        raise subset_error(path, f"no pass named {', '.join(sorted(unknown))}")
+    globs = [g for g in (patterns or "*").split(":") if g]
+    chosen = []
+    for p in passes:
+        if names and p["name"] not in names:
+            continue
+        wanted = set(p.get("touches") or subset["touches"])
+        # a test with runs > 1 runs that many times, each in a process of its own
+        tests = [{"name": t["name"], "run": run, "runs": t.get("runs", 1), "expected_seconds": t["seconds"],
+                  "limit_seconds": round(max(limits["test_floor_seconds"], limits["test_factor"] * t["seconds"]))}
+                 for t in subset["test"]
+                 if wanted & set(t["touches"]) and any(fnmatch.fnmatchcase(t["name"], g) for g in globs)
+                 for run in range(1, t.get("runs", 1) + 1)]
+        if tests:
+            expected = sum(t["expected_seconds"] for t in tests)
+            chosen.append({"name": p["name"], "why": p["why"], "tests": tests,
+                           "options": {k: option_text(v) for k, v in p["options"].items()},
+                           "limit_seconds": round(max(limits["pass_floor_seconds"], limits["pass_factor"] * expected))})
+    if not chosen:
+        raise subset_error(path, f"no test of the selected passes matches {patterns!r}")
+    return chosen
+
+
+def node(command: str, plan: dict, state: Path, binds: list[Path]) -> dict:
+    """cephperf.runtime.store_test COMMAND in the runtime root; its record, or exit 2 naming why there is none."""
+    (state / RECORD).unlink(missing_ok=True)
+    plan_file = state / f"{command}.json"
+    write_atomic(plan_file, json.dumps(plan, indent=2))
+    rc = Root("runtime").run(["python3", "-m", "cephperf.runtime.store_test", command, str(plan_file)],
+                             binds=binds, cwd=Path("/"), env={"PYTHONPATH": str(paths.REPO)})
+    try:
+        record = json.loads((state / RECORD).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        raise StageError(f"the {command} step in the runtime root ended (exit {rc}) without a record", EXIT_ERROR)
+    if not record.get("ok"):
+        raise StageError(f"the {command} step in the runtime root failed: {record.get('error')}", EXIT_ERROR)
+    return record
+
+
+def decide(passes: list[dict], known: dict, path: Path, stock: bool) -> None:
+    """Which passes run: a pass whose options the binary lacks is skipped on Debian's
+    binary, with the reason, and refused on the release's; an option value the
+    binary reads as something else is a fault of FILE."""
+    for p in passes:
+        notes, missing = [], []
+        for name, value in p["options"].items():
+            seen = known[f"{name}={value}"]
+            if not seen["known"]:
+                missing.append(name)
+            elif seen["rejected"]:
+                raise subset_error(path, f"pass {p['name']}: {BINARY} rejects --{name}={value}: {seen['rejected']}")
+            elif seen["as_given"] != value:
+                raise subset_error(path, f"pass {p['name']}: {BINARY} reads --{name}={value} as {seen['as_given']!r}")
+            elif seen["default"] == value:
+                notes.append(f"{name}: the value given is this binary's default already")
+        p["notes"] = notes
+        if missing and not stock:
+            raise StageError(f"pass {p['name']}: {BINARY} does not know {', '.join(missing)}, which the pass sets: "
+                             "a release's binary, built from our series, must know every option (was it?)", EXIT_FAIL)
+        if missing:
+            p["skipped"] = (f"Debian's {BINARY} does not know {', '.join(missing)} (an option of our series); "
+                            "the release's binary runs this pass")
+            log(f"pass {p['name']}: skipped: {p['skipped']}")
+
+
+def check_listed(passes: list[dict], listed: dict, path: Path) -> None:
+    for p in passes:
+        for t in p["tests"]:
+            if t["name"] not in listed:
+                raise subset_error(path, f"{t['name']} is not among {BINARY}'s tests (--gtest_list_tests)")
+            param = listed[t["name"]]
+            if param.startswith('"') and param.strip('"') != STORE:
+                raise subset_error(path, f"{t['name']} runs on {param}, not on {STORE}")
+
+
+def run_passes(binary: Path, host_binary: Path, stock: bool, passes: list[dict], path: Path, new: Path) -> dict:
+    state = paths.bench_state("store-test-" + hash_inputs([("out", str(new))])[:8])
+    binds = [] if stock else [binary.parent]
+    rmtree(state)
+    state.mkdir(parents=True)
+    t0 = time.monotonic()
+    try:
+        probe = node("probe", {"state_dir": str(state), "binary": str(binary),
+                               "probe": sorted({(k, v) for p in passes for k, v in p["options"].items()})},
+                     state, binds)
+        check_listed(passes, probe["tests"], path)
+        decide(passes, probe["options"], path, stock)
+        runnable = [p for p in passes if "skipped" not in p]
+        ran = node("run", {"state_dir": str(state), "binary": str(binary), "passes": runnable}, state, binds)["passes"]
+        results = {r["name"]: r for r in ran}
+        for p in passes:
+            planned = p["tests"]
+            p.update(results.get(p["name"], {"status": "skipped", "tests": []}))
+            for done, plan in zip(p["tests"], planned):
+                done["expected_seconds"] = plan["expected_seconds"]
+            if p["status"].startswith("failed"):
+                shutil.copytree(state / "logs" / p["name"], new / "logs" / p["name"])
+        if (state / "xml").exists():
+            shutil.copytree(state / "xml", new / "xml")
+    finally:
+        rmtree(state)
+    report = {"binary": str(binary), "sha256": sha256_file(host_binary), "stock": stock, "subset": str(path),
+              "wall_seconds": round(time.monotonic() - t0), "passes": passes,
+              "verdict": "fail" if any(p["status"].startswith("failed") for p in passes) else "pass"}
+    write_atomic(new / "report.json", json.dumps(report, indent=2) + "\n")
+    write_atomic(new / "report.md", markdown(report))
+    return report
+
+
+def markdown(report: dict) -> str:
+    lines = [f"# store-test: {report['verdict'].upper()}", "",
+             f"`{report['binary']}` (sha256 {report['sha256'][:16]}…{', Debian stock' if report['stock'] else ''}), "
+             f"subset `{report['subset']}`, {report['wall_seconds']} s.", ""]
+    for p in report["passes"]:
+        opts = " ".join(f"`--{k}={v}`" for k, v in p["options"].items()) or "the binary's defaults"
+        lines += [f"## pass {p['name']}: {p['status']}", "", f"{p['why']} Options: {opts}.", ""]
+        lines += [f"- {n}" for n in p.get("notes", [])] + ([f"- skipped: {p['skipped']}"] if "skipped" in p else [])
+        if p["tests"]:
+            lines += ([""] if lines[-1] else []) + ["| test | result | seconds | Debian's binary here | limit |",
+                                                     "|---|---|---|---|---|"]
+            lines += [f"| {run_name(t)} | {t['result']} | {t['seconds']} | {t['expected_seconds']} "
+                      f"| {t.get('limit_seconds', '')} |" for t in p["tests"]]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def run_name(test: dict) -> str:
+    return test["name"] + (f" (run {test['run']} of {test['runs']})" if test["runs"] > 1 else "")
+
+
+def failure(report: dict, out: Path) -> str:
+    """Every failed pass and test, and the end of the first one's output."""
+    failed = [(p, t) for p in report["passes"] for t in p["tests"] if t.get("tail")]
+    heads = [f"pass {p['name']}: {p['status'][len('failed: '):]}" for p in report["passes"]
+             if p["status"].startswith("failed")]
+    text = "store tests failed: " + "; ".join(heads)
+    if failed:
+        p, t = failed[0]
+        text += (f"\nthe output of {run_name(t)} in pass {p['name']}:\n{t['tail']}\n"
+                 f"(whole output: {out / 'logs' / p['name'] / Path(t['log']).name})")
+    return text
+
+
+def execute():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--tests", type=Path, default=paths.release_out("osd-only") / "tests",
+                       help="the directory holding the release build's ceph_test_objectstore")
+    which.add_argument("--stock", action="store_true", help="Debian's ceph_test_objectstore, in the runtime root")
+    p.add_argument("--subset", type=Path, default=SUBSET)
+    p.add_argument("--pass", dest="passes", action="append", default=[], metavar="NAME")
+    p.add_argument("--filter", metavar="PATTERNS")
+    p.add_argument("--out", type=Path, help="default build/reports/store-test/ (--stock: store-test-stock/)")
+    p.add_argument("--force", action="store_true", help="run even if this selection passed on this binary before")
+    args = p.parse_args()
+    path = args.subset.resolve()
+    passes = select(load_subset(path), path, args.passes, args.filter)
+    if args.stock:
+        binary = STOCK_BINARY
+        host_binary = Root("runtime").ensure_extracted() / STOCK_BINARY.relative_to("/")
+        missing = f"the runtime root has no {STOCK_BINARY} (package ceph-test, cmake/roots.toml [runtime])"
+    else:
+        binary = host_binary = args.tests.resolve() / BINARY
+        missing = (f"{args.tests}: no {BINARY}; the release build leaves it there (ci/build-release), "
+                   "or run Debian's with --stock")
+    if not host_binary.is_file():
+        raise StageError(missing, EXIT_ERROR)
+    key = hash_inputs([("binary", sha256_file(host_binary)), ("stock", str(args.stock)), ("subset", path),
+                       ("selection", json.dumps(passes, sort_keys=True)), ("root", Root("runtime").key),
+                       ("stage", Path(__file__)), ("node", NODE)])
+    expected = sum(t["expected_seconds"] for x in passes for t in x["tests"])
+    log(f"{binary}: {sum(len(x['tests']) for x in passes)} test runs planned in {len(passes)} passes "
+        f"({int(expected // 60)} min {int(expected % 60)} s of tests with Debian's binary here)")
+    # Debian's binary reports beside the release's, never over it
+    out = (args.out or paths.reports("store-test-stock" if args.stock else "store-test")).resolve()
+
+    def make(new: Path) -> dict:
+        # a failed run's report is swapped into place too (with its logs); its
+        # stamp says so, and the next run, not taking it as current, runs again
+        report = run_passes(binary, host_binary, args.stock, passes, path, new)
+        return {"verdict": report["verdict"], "binary": report["binary"], "sha256": report["sha256"],
+                **({"failure": failure(report, out)} if report["verdict"] != "pass" else {})}
+
+    stamp = produce(out, key, make, valid=lambda s: s.get("verdict") == "pass", force=args.force)
+    if stamp["verdict"] != "pass":
+        raise StageError(stamp["failure"], EXIT_FAIL)
+    report = json.loads((out / "report.json").read_text())
+    ran = [x for x in report["passes"] if x["status"] == "passed"]
+    skipped = [x["name"] for x in report["passes"] if "skipped" in x]
+    log(f"PASS: {sum(len(x['tests']) for x in ran)} test runs in {len(ran)} passes"
+        + (f"; skipped (the binary lacks their options): {', '.join(skipped)}" if skipped else "")
+        + f"; report: {out / 'report.md'}")
+    return 0
+
+
+def main():
+    main_wrapper(execute)
