@@ -109,6 +109,20 @@ def mocked_clone(cluster: Cluster, objects: Objects) -> str:
     return f"a snapshot's clone of a mocked object with omap: made, reads as {size} zeros"
 
 
+def refused_without_the_label(cluster: Cluster) -> str:
+    """The store's own mark, which releases that know no io_mock label read:
+    ceph-bluestore-tool opens the store without looking at the label, and so
+    does Debian's stock ceph-osd after a downgrade; both refuse it."""
+    store = cluster.state / "osd" / "ceph-0"
+    r = sh("ceph-bluestore-tool", "fsck", "--path", store, timeout=300, check=False, env=cluster.osd_env)
+    output = (r.stdout + r.stderr).strip()
+    if r.returncode == 0 or "compat_ondisk_format is" not in output:
+        raise NodeError(f"ceph-bluestore-tool fsck of the mocked store (exit {r.returncode}) did not refuse it for its "
+                        f"on-disk format: {' | '.join(output.splitlines()[-5:])}")
+    line = next(ln for ln in output.splitlines() if "compat_ondisk_format is" in ln)
+    return f"opened without its label (as a stock release would): refused, {line.strip()[-110:]}"
+
+
 def mocked_osd(spec: NodeSpec, state: Path, steps: list) -> None:
     cluster = Cluster(dataclasses.replace(spec, state_dir=str(state), mgr=True,
                                           conf={OWN_SECTION: {"bluestore_io_mock": "true"}}))
@@ -136,6 +150,7 @@ def mocked_osd(spec: NodeSpec, state: Path, steps: list) -> None:
         set_osd_option(cluster, "bluestore_io_mock", "false")
         expect_refusal(cluster, cluster.start_osd(), r"ran with bluestore_io_mock", "restart with the option off")
         steps.append("restart with the option off: refused the same way")
+        steps.append(refused_without_the_label(cluster))
     finally:
         cluster.down()
 

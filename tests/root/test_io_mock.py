@@ -36,7 +36,8 @@ class IoMockTest(unittest.TestCase):
                      "restart with the option set: refused", "restart with the option off: refused",
                      "switching the mode on is refused", "forced: the OSD comes up mocked",
                      "a snapshot's clone of a mocked object with omap: made, reads as",
-                     "set in the central configuration and the [osd] section: refused"):
+                     "set in the central configuration and the [osd] section: refused",
+                     "opened without its label (as a stock release would): refused"):
             self.assertIn(step, r.stderr)
 
     def test_a_ceph_osd_without_the_option_is_named(self):
