@@ -82,11 +82,25 @@ def environment_lines(rep: dict) -> list[str]:
     return lines + [""]
 
 
+def placement_text(placed: dict) -> str:
+    """A round's CPU placement (cephperf/runtime/measure.py placement) in words."""
+    allowed, ran = placed.get("allowed", {}), placed.get("osd_threads_last_ran_on", {})
+    osds = ", ".join(f"{name} on CPU {cpus} (its threads last ran on {ran.get(name, '-')})"
+                     for name, cpus in allowed.items() if name.startswith("osd."))
+    rest = ", ".join(f"{name} on {cpus}" for name, cpus in allowed.items() if not name.startswith("osd."))
+    return f"{osds}; {rest}"
+
+
+def window_text(rep: dict) -> str:
+    warmup = rep.get("environment", {}).get("workload", {}).get("warmup_seconds")
+    return f" a {warmup} s warm-up before each window," if warmup else ""
+
+
 def markdown(rep: dict) -> str:
     j = rep["judgement"]
     lines = [f"# Performance gate: {rep['verdict'].upper()}", "",
              f"Profile `{rep['profile']}` ({rep['description']}), variant `{rep['variant']}`, "
-             f"{rep['rounds']} round(s) per side in ABBA order, a fresh OSD every round.", "",
+             f"{rep['rounds']} round(s) per side in ABBA order,{window_text(rep)} a fresh OSD every round.", "",
              side_line(rep, "baseline"), side_line(rep, "candidate"), "", *rules_table(j), "",
              *functions.markdown(rep.get("functions", {})), *findings_lines(rep), *environment_lines(rep)]
     lines += ["", "## Every metric (medians)", "", "| metric | baseline | candidate | ratio |", "|---|---|---|---|"]
@@ -103,6 +117,10 @@ def markdown(rep: dict) -> str:
         mocks = sorted({r["io_mock"] for r in recs if r["side"] == side and r.get("io_mock")})
         if mocks:
             lines.append(f"IO mock, {side}: {', '.join(mocks)}")
+        placed = sorted({placement_text(r["cpu_placement"]) for r in recs if r["side"] == side
+                         and (r.get("cpu_placement") or {}).get("pinned")})
+        if placed:
+            lines.append(f"CPU placement, {side}: {'; '.join(placed)}")
     lines += ["", "## Rounds", "",
               "| # | side | mode | IOPS | MB/s | avg lat (s) | CPU µs/op | peak RSS (MiB) | instructions/op | est. cycles/op |",
               "|---|---|---|---|---|---|---|---|---|---|"]

@@ -31,6 +31,7 @@ def load_profile(name: str, variant: str) -> dict:
                          f"profile {name!r} reads: choose a write profile", EXIT_ERROR)
     prof["name"], prof["variant"], prof["conf"] = path.stem, variant, var.get("conf", {})
     prof["runtime_conf"] = var.get("runtime", {})
+    apply_native_settings(prof, var, variant)
     # instruction-counted rounds of a profile that names no [counted] window
     prof.setdefault("counted", {"warmup_seconds": 10, "seconds": 40})
     prof["io_mock"] = bool(var.get("io_mock"))
@@ -41,6 +42,22 @@ def load_profile(name: str, variant: str) -> dict:
                            "writers through ceph-fuse are limited by the kernel's inode lock, which instruction "
                            "counts do not see" if prof["bench"]["tool"] == "fio-cephfs" else None)
     return prof
+
+
+def apply_native_settings(prof: dict, var: dict, variant: str) -> None:
+    """What a variant sets beyond ceph.conf (bench/profiles/variants.toml):
+    bench.KEY over the profile's [bench] (the window's length), a native
+    warm-up, CPU pinning, and the gate's defaults for it (rules file, mode,
+    pairs). A profile with a variant that sets none of them runs as before."""
+    prof["bench"].update(var.get("bench", {}))
+    prof["warmup_seconds"] = int(var.get("warmup_seconds", 0))
+    if prof["warmup_seconds"] and prof["bench"]["tool"] != "rados":
+        raise StageError(f"variant {variant!r} warms up with rados bench before the window; profile "
+                         f"{prof['name']!r} runs {prof['bench']['tool']}: choose a rados write profile", EXIT_ERROR)
+    prof["cpu_pinning"] = dict(var.get("cpu_pinning", {}))
+    prof["rules"] = var.get("rules")
+    prof["default_mode"] = var.get("mode")
+    prof["pairs"] = var.get("pairs")
 
 
 # What a profile's [bench] table must name, by the client it runs: rados
@@ -145,11 +162,14 @@ def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int
     if "prefill_seconds" in bench and (seconds or counted):
         bench["prefill_seconds"] = min(bench["prefill_seconds"], bench["seconds"])
     debs = (side.get("debs") or []) + (side.get("debug_debs") or [] if counted else [])
-    warmup = prof["counted"].get("warmup_seconds", 0) if counted and not by_ops else 0
+    # counted rounds warm up as their [counted] window says, native ones as the variant does
+    warmup = ((0 if by_ops else prof["counted"].get("warmup_seconds", 0)) if counted
+              else prof.get("warmup_seconds", 0))
     return NodeSpec(
         state_dir=str(state_dir), port=free_port(), v1_port=free_port(),
         device_gib=prof["device"]["size_gib"], osds=prof.get("osds", 1), conf=conf, bench=bench,
         runtime_conf=prof.get("runtime_conf", {}), io_mock=prof.get("io_mock", False),
+        cpu_pinning=prof.get("cpu_pinning", {}),
         osd_binary=side.get("osd_binary"), ld_library_path=side.get("ld_library_path"),
         debs=debs, apt_line=side.get("apt_line"), stall_seconds=max(stall, COUNTED_STALL_SECONDS) if counted else stall,
         perf=not counted, progress=progress, instrument="callgrind" if counted else None,

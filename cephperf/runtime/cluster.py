@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 
 from . import instrument
+from .osd_stats import cpu_list, placement_plan
 from .record import NodeError
 from .shell import log, sh
 from .spec import NodeSpec
@@ -85,6 +86,9 @@ class Cluster:
         if spec.ld_library_path:
             self.osd_env["LD_LIBRARY_PATH"] = spec.ld_library_path
         self.osd_env.update(spec.osd_environment)
+        # pin()'s {"osd": CPUs, "others": CPUs} (None: unpinned); the last client's CPUs (measure.py)
+        self.placement: dict | None = None
+        self.client_cpus: set[int] | None = None
 
     def ceph(self, *args, timeout=60):
         auth = ["-k", self.spec.external["keyring"]] if self.spec.external else []
@@ -106,11 +110,15 @@ class Cluster:
         self.procs[name] = subprocess.Popen([str(a) for a in argv], stdout=logf, stderr=subprocess.STDOUT,
                                             env=env or os.environ)
 
-    def start_osd(self, osd_id: int = 0):
+    def osd_argv(self, osd_id: int) -> list:
         argv = [self.osd_bin, "-c", self.conf, "-i", str(osd_id), "-f"]
         if self.spec.instrument == "callgrind":
             argv = instrument.wrap(argv, self.callgrind_out)
-        self.start(f"osd.{osd_id}", argv, env=self.osd_env)
+        # pinned before exec, so every thread the OSD makes inherits it (taskset execs: the pid is the OSD's)
+        return ["taskset", "--cpu-list", cpu_list(self.placement["osd"]), *argv] if self.placement else argv
+
+    def start_osd(self, osd_id: int = 0):
+        self.start(f"osd.{osd_id}", self.osd_argv(osd_id), env=self.osd_env)
         return self.procs[f"osd.{osd_id}"]
 
     def osd_names(self) -> list[str]:
@@ -173,9 +181,22 @@ class Cluster:
             raise NodeError(f"the pool never became writable: {e}; {self.cause()}")
         sh("rados", "-c", self.conf, "-p", "bench", "rm", "ceph-perf-probe", timeout=60)
 
+    def pin(self):
+        """spec.cpu_pinning applied, or the run fails: this process, and so the
+        mon, mgr and clients it starts, on the others' CPUs (osd_argv: the OSD's)."""
+        try:
+            self.placement = placement_plan(self.spec.cpu_pinning, os.sched_getaffinity(0))
+            os.sched_setaffinity(0, self.placement["others"])  # before any thread or child is made
+        except (ValueError, OSError) as e:
+            raise NodeError(f"CPU pinning asked for but not applied: {e}")
+        log(f"CPU pinning: ceph-osd on {cpu_list(self.placement['osd'])}, mon, mgr and clients on "
+            f"{cpu_list(self.placement['others'])}")
+
     def up(self):
         for d in ("run", "log", "mon/ceph-a", "osd/ceph-0"):
             (self.state / d).mkdir(parents=True, exist_ok=True)
+        if self.spec.cpu_pinning:
+            self.pin()
         self.write_conf()
         self.start_mon()
         self.make_osd()

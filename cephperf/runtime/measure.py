@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from . import diagnostics, instrument
-from .osd_stats import cpu_seconds, peak_rss_kib, perf_counts, queue_report, thread_cpu, thread_report
+from .osd_stats import (allowed_cpus, cpu_list, cpu_seconds, peak_rss_kib, perf_counts, placement_problem,
+                        queue_report, thread_cpu, thread_report, threads_placement)
 from .cluster import Cluster
 from .shell import log, sh
 from .record import NodeError
@@ -95,6 +96,8 @@ def watched(cluster: Cluster, cmd: list, seconds, watch_class, name: str, env: d
     completes for stall_seconds, or 120 s past its time."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
                             env=env)
+    # read, not assumed: the client (and what it runs under) inherits this process's CPUs
+    cluster.client_cpus = allowed_cpus(proc.pid)
     watch = watch_class(proc, cluster.spec.progress)
     deadline = time.monotonic() + seconds + 120
     while proc.poll() is None:
@@ -119,6 +122,8 @@ def run_profile(cluster: Cluster) -> dict:
     extra = ["-t", b["threads"], "-b", b["block_size"], "--no-cleanup", "--run-name", "ceph-perf"]
     if b.get("max_objects"):
         extra += ["--max-objects", b["max_objects"]]
+    if cluster.spec.runtime_conf.get("osd") and "osd.0" in cluster.procs:
+        settled_osdmap(cluster)  # before any client: options set at run time can lose the OSD's osdmaps
     mode = "write"
     if b["mode"] == "rand":
         log(f"write phase: {b['prefill_seconds']} s")
@@ -134,7 +139,33 @@ def run_profile(cluster: Cluster) -> dict:
         return rec
     if cluster.spec.instrument == "callgrind":
         return counted_window(cluster, b["seconds"], mode, extra)
+    if cluster.spec.warmup_seconds:
+        # outside the window: the OSD's first seconds (new PGs' logs, caches
+        # filling, the allocator's first extents) are not its steady work per op
+        log(f"warm-up: {cluster.spec.warmup_seconds} s")
+        rados_bench(cluster, cluster.spec.warmup_seconds, mode, extra)
     return measured(cluster, lambda: rados_bench(cluster, b["seconds"], mode, extra, perf_output(cluster)), mode)
+
+
+def settled_osdmap(cluster: Cluster, seconds: int = 60) -> None:
+    """Return once the mon makes no more epochs for the new pool (none is
+    still `creating`) and osd.0 has the newest, before any client starts.
+    Options set at run time that skip the OSD's writes (upstream's IO mock)
+    skip its own osdmap writes too: the epoch that clears the pool's flag,
+    about a second after it is active, read back corrupt when the OSD shared
+    it with a client started a moment earlier, and the OSD aborted
+    (build_incremental_map_msg; once in 11 rounds with the OSD pinned, 2026-11-26).
+    A client that starts once the map is settled has the newest epoch."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        cluster.check_alive()
+        # no sleep: each `ceph osd dump` round trip (a client start-up) paces the poll
+        dump = json.loads(cluster.ceph("osd", "dump", "--format", "json").stdout)
+        newest = json.loads(admin(cluster, "status"))["newest_map"]
+        if newest >= dump["epoch"] and not any("creating" in p.get("flags_names", "") for p in dump["pools"]):
+            return
+    raise NodeError(f"the osdmap did not settle within {seconds} s (a pool still being created, or osd.0 "
+                    "behind the mon)")
 
 
 def perf_output(cluster: Cluster) -> Path | None:
@@ -167,8 +198,26 @@ def measured(cluster: Cluster, bench, mode: str) -> dict:
                osd_peak_rss_mib=round((peak_rss_kib(pid) or 0) / 1024, 1))
     if perf_output(cluster):
         rec.update(perf_counts(perf_output(cluster), ops))
+    rec["cpu_placement"] = placement(cluster)
     cluster.check_alive()
     return rec
+
+
+def placement(cluster: Cluster) -> dict:
+    """Where the OSDs' threads, the mon and the window's client could run, as
+    read from /proc at the window's end, and where the OSDs' threads last
+    ran. A pinning asked for and not in force fails the round: its CPU per
+    op would be compared with pinned rounds'."""
+    seen = {name: threads_placement(cluster.procs[name].pid) for name in cluster.osd_names()}
+    allowed = {name: cpus for name, (cpus, _) in seen.items()}
+    allowed.update({name: allowed_cpus(p.pid) for name, p in cluster.procs.items() if not name.startswith("osd.")})
+    if cluster.client_cpus is not None:
+        allowed["client"] = cluster.client_cpus
+    problem = placement_problem(cluster.placement, allowed) if cluster.placement else None
+    if problem:
+        raise NodeError(problem)
+    return {"pinned": cluster.placement is not None, "allowed": {k: cpu_list(v) for k, v in allowed.items()},
+            "osd_threads_last_ran_on": {name: cpu_list(ran) for name, (_, ran) in seen.items()}}
 
 
 def with_max_objects(extra: list, n: int) -> list:

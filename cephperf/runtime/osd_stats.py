@@ -1,7 +1,8 @@
 """What the OSD used over a benchmark, read inside the runtime root (python3
 stdlib only): CPU per process and per thread from /proc, peak RSS, the
-completion path's counter changes, and perf stat's counts where the machine
-has a PMU.
+completion path's counter changes, perf stat's counts where the machine
+has a PMU, and where the processes were allowed to run and ran (a round
+with CPU pinning).
 """
 from __future__ import annotations
 
@@ -106,3 +107,88 @@ def perf_supported():
     except (FileNotFoundError, subprocess.TimeoutExpired):
         return False
     return r.returncode == 0 and "<not supported>" not in r.stderr and "<not counted>" not in r.stderr
+
+
+# CPU pinning (NodeSpec.cpu_pinning): ceph-osd on one set of CPUs, everything
+# else of the round (mon, mgr, the benchmark client, the node process) on
+# another, so that the client's and the mon's work never runs between the
+# OSD's threads on its core and the OSD's CPU time per op is its own work.
+PINNED_ROLES = ("osd", "others")
+
+
+def placement_plan(pinning: dict, usable: set[int]) -> dict[str, set[int]]:
+    """The CPUs of each role, {"osd": {1}, "others": {0}}, from the spec's
+    cpu_pinning and the CPUs this process may use. ValueError (why) where it
+    cannot be applied as asked: a role unnamed or empty, the two roles
+    sharing a CPU, or a CPU this machine does not give us (fewer than 2)."""
+    unknown = set(pinning) - set(PINNED_ROLES)
+    if unknown:
+        raise ValueError(f"cpu_pinning names {sorted(unknown)}; its roles are {', '.join(PINNED_ROLES)}")
+    plan = {}
+    for role in PINNED_ROLES:
+        cpus = pinning.get(role)
+        if not cpus or not all(isinstance(c, int) and c >= 0 for c in cpus):
+            raise ValueError(f"cpu_pinning.{role} = {cpus!r}: a list of CPU numbers, at least one")
+        plan[role] = set(cpus)
+    if plan["osd"] & plan["others"]:
+        raise ValueError(f"cpu_pinning: ceph-osd and the rest share CPU(s) {cpu_list(plan['osd'] & plan['others'])}")
+    missing = (plan["osd"] | plan["others"]) - usable
+    if missing:
+        raise ValueError(f"cpu_pinning asks for CPU(s) {cpu_list(plan['osd'])} for ceph-osd and "
+                         f"{cpu_list(plan['others'])} for the rest; this node may use only {cpu_list(usable)} "
+                         f"({len(usable)} CPU(s)): pinning needs at least 2")
+    return plan
+
+
+def cpu_list(cpus) -> str:
+    """CPU numbers as the kernel and taskset write them: "0-2,5"."""
+    out, run = [], []
+    for c in sorted(cpus):
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
+
+
+def parse_cpu_list(text: str) -> set[int]:
+    """The kernel's CPU list ("0-2,5") as a set."""
+    cpus = set()
+    for part in filter(None, text.strip().split(",")):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def allowed_cpus(pid: int, tid: int | None = None) -> set[int]:
+    """Where the kernel lets a process (or one of its threads) run: Cpus_allowed_list."""
+    status = Path(f"/proc/{pid}" + (f"/task/{tid}" if tid else "") + "/status").read_text()
+    return parse_cpu_list(re.search(r"^Cpus_allowed_list:\s*(\S+)", status, re.M).group(1))
+
+
+def threads_placement(pid: int) -> tuple[set[int], set[int]]:
+    """Over a process's threads: the CPUs any may run on, and the CPUs they
+    last ran on (/proc/PID/task/TID/stat's `processor`)."""
+    allowed, ran = set(), set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            allowed |= allowed_cpus(pid, int(task.name))
+            ran.add(int(task.joinpath("stat").read_text().rsplit(")", 1)[1].split()[36]))
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended meanwhile
+            continue
+    return allowed, ran
+
+
+def placement_problem(plan: dict[str, set[int]], seen: dict[str, set[int]]) -> str | None:
+    """What of the seen placement breaks the plan, or None: every OSD thread
+    within the OSD's CPUs, every other process within the others'."""
+    wrong = [f"{what} may run on {cpu_list(cpus)}" for what, cpus in seen.items()
+             if not cpus <= plan["osd" if what.startswith("osd") else "others"]]
+    if not wrong:
+        return None
+    return (f"CPU pinning asked for (ceph-osd on {cpu_list(plan['osd'])}, the rest on {cpu_list(plan['others'])}) "
+            f"but not in force: {'; '.join(wrong)}")

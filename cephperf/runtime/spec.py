@@ -39,11 +39,16 @@ class NodeSpec:
     bench: dict = field(default_factory=dict)
     io_mock: bool = False
     stall_seconds: int = 20
+    # CPU placement, {"osd": [1], "others": [0]}: ceph-osd on the first CPUs,
+    # the mon, the mgr, the benchmark client and the node process on the
+    # others (cephperf/runtime/osd_stats.py placement_plan). Empty: unpinned.
+    cpu_pinning: dict = field(default_factory=dict)
     perf: bool = False
     threads: bool = False
     progress: bool = False
     # "callgrind": ceph-osd runs under callgrind, instrumented over the window
     # only, after `warmup_seconds` of the same workload (instructions per op).
+    # Native rados rounds run the same warm-up before their window too.
     instrument: str | None = None
     warmup_seconds: int = 0
     # Write profiles count ops, not seconds: the warm-up and the window write

@@ -57,6 +57,7 @@ DEFAULT_PAIRS = 4
 def external(args) -> int:
     """Measure the profile against an existing cluster; no bring-up, no verdict."""
     prof = load_profile(args.profile, "defaults")
+    args.rounds = args.rounds or DEFAULT_PAIRS
     out = args.out or new_run_dir("gate-external", prof["name"])
     records = []
     for i in range(args.rounds):
@@ -93,8 +94,9 @@ def execute():
     p.add_argument("--candidate-conf", type=Path)
     p.add_argument("--profile", default="4k-write")
     p.add_argument("--variant", default="defaults")
-    p.add_argument("--rounds", type=int, default=DEFAULT_PAIRS,
-                   help=f"native rounds per side (default {DEFAULT_PAIRS}; an even number cancels a linear drift)")
+    p.add_argument("--rounds", type=int,
+                   help=f"native rounds per side (default: the variant's pairs, else {DEFAULT_PAIRS}; an even number "
+                        "cancels a linear drift)")
     p.add_argument("--mode", choices=["native", "counted", "both"],
                    help="native rounds (wall clock), instruction-counted rounds (callgrind), or both (the default; "
                         "native for a variant of several OSDs)")
@@ -102,8 +104,8 @@ def execute():
                    help=f"instruction-counted rounds per side (default {DEFAULT_PAIRS}; with --mode both, at most "
                         "--rounds)")
     p.add_argument("--seconds", type=int, help="override the profile's duration")
-    p.add_argument("--rules", type=Path, help="rules file (default bench/rules/default.toml; with --rejudge, "
-                                              "the report's own if it is still there)")
+    p.add_argument("--rules", type=Path, help="rules file (default: the variant's, else bench/rules/default.toml; "
+                                              "with --rejudge, the report's own if it is still there)")
     p.add_argument("--stall-seconds", type=int, default=20, help="no completed op for this long stops the gate")
     p.add_argument("--out", type=Path)
     p.add_argument("--progress", action="store_true", help="echo rados bench's per-second lines")
@@ -113,7 +115,7 @@ def execute():
     p.add_argument("--rejudge", type=Path, metavar="REPORT", help="judge a saved report.json again; run nothing")
     p.add_argument("--strict", action="store_true", help="exit 3 unless every rule was judged and showed a difference")
     args = p.parse_args()
-    if args.rounds < 1 or args.counted_rounds < 1:
+    if (args.rounds is not None and args.rounds < 1) or args.counted_rounds < 1:
         p.error("--rounds and --counted-rounds must be at least 1")
     try:
         if args.rejudge:
@@ -189,16 +191,27 @@ def round_summary(rec: dict) -> str:
     if rec.get("mode") == "callgrind" or rec.get("osd_instructions_per_op"):
         return (f"{rec['osd_instructions_per_op']:,.0f} instructions/op, "
                 f"{rec['osd_est_cycles_per_op']:,.0f} estimated cycles/op ({rec['iops']:.0f} IOPS under callgrind)")
+    placed = rec.get("cpu_placement") or {}
+    where = (f", OSD on CPU {placed['allowed'].get('osd.0')}, client on {placed['allowed'].get('client')}"
+             if placed.get("pinned") else "")
     return (f"{rec['iops']:.0f} IOPS, {rec.get('osd_cpu_us_per_op') or 0:.1f} µs CPU/op, "
-            f"peak RSS {rec.get('osd_peak_rss_mib')} MiB")
+            f"peak RSS {rec.get('osd_peak_rss_mib')} MiB{where}")
+
+
+def apply_variant_defaults(args, prof: dict) -> Path:
+    """--mode and --rounds where not given, and the rules file: the command
+    line's, else the variant's own (the cpu variant: native, 8 pairs,
+    bench/rules/cpu.toml), else the gate's."""
+    args.mode = args.mode or ("native" if prof["native_only"] else prof["default_mode"] or "both")
+    args.rounds = args.rounds or prof["pairs"] or DEFAULT_PAIRS
+    if prof["native_only"] and args.mode != "native":
+        raise StageError(f"{prof['name']} ({args.variant}): {prof['native_only']}; give --mode native", EXIT_ERROR)
+    return args.rules or (paths.RULES / f"{prof['rules']}.toml" if prof["rules"] else DEFAULT_RULES)
 
 
 def ab(args) -> int:
     prof = load_profile(args.profile, args.variant)
-    args.mode = args.mode or ("native" if prof["native_only"] else "both")
-    if prof["native_only"] and args.mode != "native":
-        raise StageError(f"{prof['name']} ({args.variant}): {prof['native_only']}; give --mode native", EXIT_ERROR)
-    rules_file = args.rules or DEFAULT_RULES
+    rules_file = apply_variant_defaults(args, prof)
     rules = load_toml(rules_file)
     sides = {"baseline": parse_source(args.baseline), "candidate": parse_source(args.candidate)}
     confs = {"baseline": read_conf_file(args.baseline_conf), "candidate": read_conf_file(args.candidate_conf)}
@@ -216,7 +229,11 @@ def ab(args) -> int:
            "records": records, "wall_seconds": round(time.monotonic() - t0),
            "environment": {"host": host_environment(),
                            "workload": {"bench": prof["bench"], "device": prof["device"], "conf": prof["conf"],
-                                        "runtime_conf": prof.get("runtime_conf", {})}}}
+                                        "runtime_conf": prof.get("runtime_conf", {}),
+                                        # as round_spec caps it: --seconds shortens the warm-up too
+                                        "warmup_seconds": min(prof["warmup_seconds"],
+                                                              args.seconds or prof["warmup_seconds"]),
+                                        "cpu_pinning": prof["cpu_pinning"]}}}
     return publish(judge_report(rep, rules, rules_file), out, args.strict, link_latest=args.out is None)
 
 
