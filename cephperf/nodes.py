@@ -7,7 +7,7 @@ import shutil
 import socket
 from pathlib import Path
 
-from .build.roots import Root
+from .packaging.roots import Root
 from .common import EXIT_ERROR, EXIT_FAIL, StageError, log, rmtree, write_atomic
 from .paths import REPO, bench_state
 from .runtime.spec import RECORD, NodeSpec

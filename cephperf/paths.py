@@ -27,9 +27,9 @@ PGO_TRAINING = BENCH / "pgo-training.toml"
 UNIT_TESTS = PATCHES / "unit-tests.toml"
 # Code that runs inside the roots (stdlib only), as files: scripts and the node side.
 RUNTIME = REPO / "cephperf" / "runtime"
-TEST_SUPPORT = REPO / "cephperf" / "build" / "test-support"
+TEST_SUPPORT = REPO / "cephperf" / "packaging" / "test-support"
 # The negative control of check-flags: BuildRocksDB.cmake in its pre-fix form.
-ROCKSDB_PREFIX_FIXTURE = REPO / "cephperf" / "build" / "controls" / "rocksdb-prefix-flags.patch"
+ROCKSDB_PREFIX_FIXTURE = REPO / "cephperf" / "packaging" / "controls" / "rocksdb-prefix-flags.patch"
 
 
 def cache_dir() -> Path:

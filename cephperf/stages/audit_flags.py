@@ -33,13 +33,13 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, load_toml, main_wrapper, write_atomic
-from cephperf.build import profiles
-from cephperf.build.audit import audit_elfs, render_markdown
-from cephperf.build.elf import collect_elfs
+from cephperf.packaging import profiles
+from cephperf.packaging.audit import audit_elfs, render_markdown
+from cephperf.packaging.elf import collect_elfs
 
 
 def fetch_debian(pkgs: list[str], dest: Path) -> list[Path]:
-    from cephperf.build.archive import PrivateApt
+    from cephperf.packaging.archive import PrivateApt
     apt = PrivateApt("trixie", kind="deb")
     apt.update()
     return apt.download([n for p in pkgs for n in (p, f"{p}-dbg")], dest)

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, hash_inputs, load_pins, log, main_wrapper, pinned_file, run
-from cephperf.build.buildlog import build_in_root
-from cephperf.build.roots import Root
+from cephperf.packaging.buildlog import build_in_root
+from cephperf.packaging.roots import Root
 from cephperf.stage import produce
 from cephperf.stages.source import assembled, changelog_field
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, hash_inputs, log, main_wrapper, run
-from cephperf.build.roots import Root
+from cephperf.packaging.roots import Root
 from cephperf.stage import produce
 from cephperf.stages.source import assembled
 

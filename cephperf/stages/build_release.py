@@ -41,10 +41,10 @@ import time
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.build import blhc, pgo, profiles
-from cephperf.build.lto_warnings import lto_warnings
-from cephperf.build.buildlog import build_in_root
-from cephperf.build.roots import Root
+from cephperf.packaging import blhc, pgo, profiles
+from cephperf.packaging.lto_warnings import lto_warnings
+from cephperf.packaging.buildlog import build_in_root
+from cephperf.packaging.roots import Root
 from cephperf.common import (EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_pins, load_toml, log,
                              main_wrapper, read_stamp, write_atomic)
 from cephperf.stage import produce

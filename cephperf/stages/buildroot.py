@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from cephperf.common import StageError, EXIT_ERROR, main_wrapper
-from cephperf.build.roots import Root
+from cephperf.packaging.roots import Root
 from cephperf.stages.source import assembled_tree
 
 

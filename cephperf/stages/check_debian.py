@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.build.archive import PrivateApt
+from cephperf.packaging.archive import PrivateApt
 from cephperf.common import (StageError, EXIT_ERROR, EXIT_FAIL, load_pins, log, main_wrapper, newest_first,
                              version_newer, write_atomic)
 

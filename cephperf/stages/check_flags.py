@@ -14,7 +14,7 @@ Cases:
              never libceph-common.so
   b          plain cmake, RelWithDebInfo, minimal tree
   c          negative control: BuildRocksDB.cmake in its pre-fix form
-             (cephperf/build/controls/rocksdb-prefix-flags.patch), configured
+             (cephperf/packaging/controls/rocksdb-prefix-flags.patch), configured
              debhelper-style (None plus dpkg-buildflags); must FAIL
   a-debian   negative control: case a with Debian's rules as shipped (our
              debian/delta/release-flags.patch reverted, none of our
@@ -38,9 +38,9 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import EXIT_ERROR, hash_inputs, log, main_wrapper, write_atomic
-from cephperf.build.flags import (STAGED_TARGETS, judge_case, render_markdown,
-                                  staged_runpath_problems, static_common_problems)
-from cephperf.build.roots import Root
+from cephperf.packaging.flags import (STAGED_TARGETS, judge_case, render_markdown,
+                                      staged_runpath_problems, static_common_problems)
+from cephperf.packaging.roots import Root
 from cephperf.stage import produce
 from cephperf.stages.source import assembled
 
@@ -117,7 +117,7 @@ def execute():
     key = hash_inputs([("tree", tree_key), ("cases", " ".join(cases)), ("tool", Path(__file__)),
                        ("script", SCRIPT), ("buildflags", SCRIPT.with_name("dpkg-buildflags.sh")),
                        ("rocksdb-configure", SCRIPT.with_name("rocksdb-configure.sh")),
-                       ("flags", paths.REPO / "cephperf" / "build" / "flags.py"),
+                       ("flags", paths.REPO / "cephperf" / "packaging" / "flags.py"),
                        ("fixture", paths.ROCKSDB_PREFIX_FIXTURE), ("minimal", paths.OSD_MINIMAL)])
     # only a passing run on the assembled tree is worth skipping next time
     stamp = produce(out, key, lambda new: check(tree, cases, new), valid=lambda st: st.get("ok"),

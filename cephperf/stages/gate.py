@@ -40,7 +40,7 @@ from cephperf.bench.report import SCHEMA_VERSION
 from cephperf.bench.rounds import (load_profile, merge_conf, parse_source, read_conf_file, round_spec, run_node,
                                    runs_dir)
 from cephperf.bench.verdict import host_environment, judge_report, new_run_dir, publish
-from cephperf.build.roots import Root
+from cephperf.packaging.roots import Root
 from cephperf.common import EXIT_ERROR, StageError, load_toml, log, main_wrapper, rmtree, write_atomic
 
 

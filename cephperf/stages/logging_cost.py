@@ -23,7 +23,7 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.bench.diagnose import gather_level
-from cephperf.build.roots import Root
+from cephperf.packaging.roots import Root
 from cephperf.common import StageError, EXIT_ERROR, load_toml, log, main_wrapper, write_atomic
 
 PLAN = paths.BENCH_CONF / "logging-cost.toml"

@@ -24,8 +24,8 @@ from cephperf import paths
 from cephperf.common import EXIT_ERROR, StageError, hash_inputs, load_pins, load_toml, log, main_wrapper, rmtree, write_atomic
 from cephperf.stage import produce
 from cephperf.stages.source import assembled
-from cephperf.build.roots import Root
-from cephperf.build.series import APPLIED_UPSTREAM_MARK, parse_series
+from cephperf.packaging.roots import Root
+from cephperf.packaging.series import APPLIED_UPSTREAM_MARK, parse_series
 
 SCRIPT = paths.RUNTIME / "scripts" / "patch-tests.sh"
 HELPER = paths.RUNTIME / "patch_tests_helper.py"
@@ -53,7 +53,7 @@ def touched_translation_units(patches_dir: Path) -> list[str]:
 
 def stock_libceph_common(version: str) -> Path:
     """Debian's libceph-common.so.2 of the pinned version (Debian ships it in librados2)."""
-    from cephperf.build.archive import PrivateApt, unpack_deb
+    from cephperf.packaging.archive import PrivateApt, unpack_deb
     dest = paths.stock_library_dir(version)
     lib = dest / "root" / "usr" / "lib" / "x86_64-linux-gnu" / "ceph" / "libceph-common.so.2"
     if lib.exists():

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.bench.rounds import load_profile, merge_conf, parse_source, round_spec, run_node
-from cephperf.build import pgo
+from cephperf.packaging import pgo
 from cephperf.common import (EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_pins, load_toml, log,
                              main_wrapper, rmtree, write_atomic)
 from cephperf.stage import produce
@@ -118,7 +118,7 @@ def execute():
     trained_on = pgo.compiled_sources_key(load_pins())
     key = hash_inputs([("instrumented", debs / "stamp.json"), ("training", paths.PGO_TRAINING),
                        ("trained_on", trained_on), ("tool", Path(__file__)),
-                       ("pack", paths.REPO / "cephperf" / "build" / "pgo.py")])
+                       ("pack", paths.REPO / "cephperf" / "packaging" / "pgo.py")])
     out = paths.pgo_train_out()
     stamp = produce(out, key, lambda new: make_counts(debs, training, trained_on, new))
     if args.pin:

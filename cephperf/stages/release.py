@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.build import pgo, profiles
+from cephperf.packaging import pgo, profiles
 from cephperf.common import hash_inputs, load_pins, log, main_wrapper, read_stamp, write_stamp
 
 CI = paths.REPO / "ci"
@@ -78,8 +78,8 @@ def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH, gate_args: tu
         ("source-package", [ci / "build-debs", "--source-only"], None),
         ("build-release", [ci / "build-release", "--profile", profile], None),
         ("audit-flags", [ci / "audit-flags", "--debs", debs, "--out", paths.reports("audit-release")],
-         [debs / "stamp.json", PACKAGE / "stages" / "audit_flags.py", PACKAGE / "build" / "audit.py",
-          PACKAGE / "build" / "elf.py", paths.AUDIT_RULES]),
+         [debs / "stamp.json", PACKAGE / "stages" / "audit_flags.py", PACKAGE / "packaging" / "audit.py",
+          PACKAGE / "packaging" / "elf.py", paths.AUDIT_RULES]),
         ("io-mock-test", [ci / "io-mock-test", "--debs", debs],
          [debs / "stamp.json", PACKAGE / "stages" / "io_mock_test.py", PACKAGE / "nodes.py", node_side]),
         ("onode-cache-test", [ci / "onode-cache-test", "--debs", debs],

@@ -18,12 +18,12 @@ from cephperf import paths
 from cephperf.common import (StageError, hash_inputs, load_pins, log, main_wrapper, pinned_file, read_stamp,
                              rmtree, run)
 from cephperf.stage import produce
-from cephperf.build import pgo
-from cephperf.build.fetch import obtain
-from cephperf.build.series import (APPLIED_UPSTREAM_MARK, apply_series, explain_failure, parse_series,
-                                   quilt_files, reverse_applies)
+from cephperf.packaging import pgo
+from cephperf.packaging.fetch import obtain
+from cephperf.packaging.series import (APPLIED_UPSTREAM_MARK, apply_series, explain_failure, parse_series,
+                                       quilt_files, reverse_applies)
 
-BUILD_PACKAGE = Path(__file__).resolve().parents[1] / "build"
+BUILD_PACKAGE = Path(__file__).resolve().parents[1] / "packaging"
 
 
 def changelog_field(path: Path, field: str) -> str:

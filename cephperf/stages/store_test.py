@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.build.roots import Root
+from cephperf.packaging.roots import Root
 from cephperf.common import (EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_toml, log, main_wrapper, rmtree,
                              sha256_file, write_atomic)
 from cephperf.runtime.spec import RECORD

@@ -6,7 +6,7 @@ from unittest import mock
 
 
 
-from cephperf.build import archive
+from cephperf.packaging import archive
 
 
 # Fixture URIs are derived from this machine's own apt sources, so that no

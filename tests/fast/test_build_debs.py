@@ -7,7 +7,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from cephperf.build.buildlog import Console, follow
+from cephperf.packaging.buildlog import Console, follow
 from cephperf.common import StageError
 from cephperf.stages.build_debs import build_environment, build_key, changelog_epoch, pin_debian_mtimes
 

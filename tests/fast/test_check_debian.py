@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.helpers import run_stage
 
-from cephperf.build.archive import host_codename
+from cephperf.packaging.archive import host_codename
 
 PINNED = "18.2.7+ds-1+deb13u1"
 

@@ -12,7 +12,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cephperf.build import fetch
+from cephperf.packaging import fetch
 
 PAYLOAD = os.urandom(3 << 20)
 

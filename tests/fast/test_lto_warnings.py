@@ -6,7 +6,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cephperf.build.lto_warnings import lto_warnings
+from cephperf.packaging.lto_warnings import lto_warnings
 from cephperf.common import StageError
 from cephperf.stages import build_release
 

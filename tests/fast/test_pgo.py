@@ -12,7 +12,7 @@ from pathlib import Path
 from unittest import mock
 
 from cephperf import paths
-from cephperf.build import audit, flags, pgo
+from cephperf.packaging import audit, flags, pgo
 from cephperf.common import StageError
 
 DELTA = paths.DEBIAN / "delta" / "profile-guided-profile.patch"

@@ -6,7 +6,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from cephperf.build.flags import judge_case, staged_runpath_problems, static_common_problems
+from cephperf.packaging.flags import judge_case, staged_runpath_problems, static_common_problems
 from cephperf.runtime.patch_tests_helper import command_for, load_database, retarget
 
 GOOD = "-g -O2 -fstack-protector-strong -D_FORTIFY_SOURCE=2 -DNDEBUG"

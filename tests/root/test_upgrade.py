@@ -17,8 +17,8 @@ from tests.helpers import REPO, scratch_dir
 
 from cephperf import paths
 from cephperf.common import load_pins
-from cephperf.build.archive import PrivateApt
-from cephperf.build.roots import Root
+from cephperf.packaging.archive import PrivateApt
+from cephperf.packaging.roots import Root
 from tests.fast.test_publish_repo import fixture_deb
 
 

@@ -79,7 +79,7 @@ def pin_text(packed: dict, trained_on: str) -> str:
         "# Written by ci/pgo-train --pin, with the archive beside it (pgo-profile.tar.xz);\n"
         "# ci/source carries the archive in the source package\n"
         "# (debian/ceph-perf/pgo-profile.tar.xz) when its sha256 matches and the\n"
-        "# sources it was trained on are these (cephperf/build/pgo.py says which inputs).\n"
+        "# sources it was trained on are these (cephperf/packaging/pgo.py says which inputs).\n"
         "[profile]\n"
         f'file = "{packed["file"]}"\n'
         f'sha256 = "{packed["sha256"]}"\n'
