@@ -25,6 +25,10 @@ PGO_COUNTS = CMAKE / "pgo-profile.tar.xz"
 # What ci/pgo-train runs on the instrumented OSD.
 PGO_TRAINING = BENCH / "pgo-training.toml"
 UNIT_TESTS = PATCHES / "unit-tests.toml"
+# The release's stages, declared once (cephperf/pipeline.py reads it).
+PIPELINE = CMAKE / "pipeline.toml"
+# The node checks of a candidate's OSD (cephperf/node_checks.py reads it).
+NODE_CHECKS = CMAKE / "node-checks.toml"
 # Code that runs inside the roots (stdlib only), as files: scripts and the node side.
 RUNTIME = REPO / "cephperf" / "runtime"
 TEST_SUPPORT = REPO / "cephperf" / "packaging" / "test-support"

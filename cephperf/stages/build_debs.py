@@ -23,7 +23,6 @@ tests, and without it the osd-only profile also builds upstream's store test
 (ceph_test_objectstore), which ci/store-test runs and no package ships.
 """
 import argparse
-import json
 import os
 import shutil
 import time
@@ -32,26 +31,15 @@ from pathlib import Path
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, hash_inputs, load_pins, log, main_wrapper, pinned_file, run
 from cephperf.packaging.buildlog import build_in_root
+from cephperf.packaging.changelog import changelog_epoch
+from cephperf.packaging.dpkg_build import ARGS, build_environment, dpkg_args, what_is_built
 from cephperf.packaging.roots import Root
+from cephperf.packaging.source_tree import assembled_tree
 from cephperf.stage import produce
-from cephperf.stages.source import assembled, changelog_field
 
-# dpkg-buildpackage's arguments and our build profiles, per kind of build
-ARGS = {"osd-only": ["-b"], "full": ["-b"], "source": ["-S", "-d"]}
-OUR_PROFILES = {"osd-only": ["pkg.ceph.osd-only"], "full": [], "source": []}
 BUILD = paths.RUNTIME / "scripts" / "build-debs.sh"
 LINTIAN = paths.RUNTIME / "scripts" / "lintian.sh"
 PRODUCED = (".deb", ".ddeb", ".buildinfo", ".changes", ".dsc")
-
-
-def changelog_epoch(changelog: Path) -> int:
-    """The time of the newest entry of debian/changelog, which dpkg takes as
-    SOURCE_DATE_EPOCH."""
-    stamp = changelog_field(changelog, "Timestamp")
-    if not stamp.isdigit():
-        raise StageError(f"{changelog}: no trailer line with a date (' -- NAME <EMAIL>  DATE'); "
-                         "fix the newest entry", EXIT_ERROR)
-    return int(stamp)
 
 
 def pin_debian_mtimes(tree: Path) -> int:
@@ -66,51 +54,11 @@ def pin_debian_mtimes(tree: Path) -> int:
     return epoch
 
 
-# Profiles that say how the optimisations are wanted; without one of them, the
-# development loop (ci/build-debs) turns LTO and PGO off, for a quick build.
-OPTIMISATION_PROFILES = {"pkg.ceph.lto", "pkg.ceph.pgo", "pkg.ceph.nolto", "pkg.ceph.nopgo", "pkg.ceph.pgo-generate"}
-
-
-def build_environment(environ: dict, kind: str, jobs: int | None, development: bool = False) -> dict:
-    """DEB_BUILD_OPTIONS and DEB_BUILD_PROFILES for the build: the user's, with
-    ours appended. A user's parallel=N stands unless --jobs was given; without
-    either, every core. nocheck is the user's: Debian's rules for ceph run no
-    tests, and without it our osd-only profile builds upstream's store test
-    (ceph_test_objectstore, for ci/store-test). A release is built with LTO
-    and PGO unless the user's profiles turn them off; `development` (ci/build-debs)
-    builds without them unless the user's profiles name them."""
-    options = environ.get("DEB_BUILD_OPTIONS", "").split()
-    parallel = [o for o in options if o.startswith("parallel=")]
-    if jobs is not None or not parallel:
-        options = [o for o in options if not o.startswith("parallel=")] + [f"parallel={jobs or os.cpu_count() or 2}"]
-    profiles = environ.get("DEB_BUILD_PROFILES", "").split() if kind != "source" else []
-    profiles += [p for p in OUR_PROFILES[kind] if p not in profiles]
-    if development and kind != "source" and not OPTIMISATION_PROFILES & set(profiles):
-        profiles.append("pkg.ceph.nolto")
-    return {"DEB_BUILD_OPTIONS": " ".join(options), "DEB_BUILD_PROFILES": " ".join(profiles)}
-
-
-def what_is_built(build_env: dict) -> str:
-    """The options and profiles that change what is built (nodoc, a profile
-    that drops a package, noopt), for an up-to-date key: packages built with
-    others are not up to date. parallel= changes how, not what."""
-    what = {**build_env, "DEB_BUILD_OPTIONS": " ".join(o for o in build_env["DEB_BUILD_OPTIONS"].split()
-                                                       if not o.startswith("parallel="))}
-    return json.dumps(what, sort_keys=True)
-
-
 def build_key(tree_key: str, kind: str, build_env: dict) -> str:
     """What the packages are made from."""
     return hash_inputs([("tree", tree_key), ("kind", kind), ("args", " ".join(ARGS[kind])),
                         ("environment", what_is_built(build_env)),
                         ("script", BUILD.read_text() + LINTIAN.read_text())])
-
-
-def dpkg_args(kind: str, build_env: dict) -> list[str]:
-    """dpkg-buildpackage's arguments; --build-profiles would override
-    DEB_BUILD_PROFILES, so it carries the whole list."""
-    return ARGS[kind] + ([f"--build-profiles={build_env['DEB_BUILD_PROFILES'].replace(' ', ',')}"]
-                         if build_env["DEB_BUILD_PROFILES"] else [])
 
 
 def dpkg_buildpackage(root: Root, kind: str, src: Path, work: Path, build_env: dict) -> None:
@@ -174,7 +122,7 @@ def execute():
     args = p.parse_args()
     kind = "source" if args.source_only else args.profile
     build_env = build_environment(os.environ, kind, args.jobs, development=True)
-    tree, tree_key = assembled()
+    tree, tree_key = assembled_tree()
     key = build_key(tree_key, kind, build_env)
     out = paths.debs_out(kind)
     produce(out, key, lambda new: build(tree, tree_key, kind, build_env, new))

@@ -21,8 +21,8 @@ from pathlib import Path
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, hash_inputs, log, main_wrapper, run
 from cephperf.packaging.roots import Root
+from cephperf.packaging.source_tree import assembled_tree
 from cephperf.stage import produce
-from cephperf.stages.source import assembled
 
 BUILD = paths.RUNTIME / "scripts" / "build-osd.sh"
 
@@ -47,7 +47,7 @@ def execute():
     p.add_argument("--targets", default="ceph-osd", help="ninja targets (default: ceph-osd)")
     p.add_argument("--jobs", type=int, default=2)
     args = p.parse_args()
-    tree, tree_key = assembled()
+    tree, tree_key = assembled_tree()
     out = paths.osd_build() / "out"
     key = hash_inputs([("tree", tree_key), ("targets", args.targets), ("minimal", paths.OSD_MINIMAL),
                        ("script", BUILD), ("buildflags", BUILD.with_name("dpkg-buildflags.sh"))])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cephperf.common import StageError, EXIT_ERROR, main_wrapper
 from cephperf.packaging.roots import Root
-from cephperf.stages.source import assembled_tree
+from cephperf.packaging.source_tree import assembled_tree
 
 
 def execute():
@@ -35,7 +35,7 @@ def execute():
 
     tree = args.tree
     if tree is None and args.kind == "build":
-        tree = assembled_tree()
+        tree, _ = assembled_tree()
     root = Root(args.kind, tree)
     if args.cmd == "create":
         root.create()

@@ -41,8 +41,8 @@ from cephperf.common import EXIT_ERROR, hash_inputs, log, main_wrapper, write_at
 from cephperf.packaging.flags import (STAGED_TARGETS, judge_case, render_markdown,
                                       staged_runpath_problems, static_common_problems)
 from cephperf.packaging.roots import Root
+from cephperf.packaging.source_tree import assembled_tree
 from cephperf.stage import produce
-from cephperf.stages.source import assembled
 
 SCRIPT = paths.RUNTIME / "scripts" / "check-flags-case.sh"
 RULES_DELTA = paths.DEBIAN / "delta" / "release-flags.patch"
@@ -112,7 +112,7 @@ def execute():
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         p.error(f"unknown case(s) {', '.join(unknown)}: choose from {', '.join(CASES)}")
-    tree, tree_key = (args.tree, str(args.tree)) if args.tree else assembled()
+    tree, tree_key = (args.tree, str(args.tree)) if args.tree else assembled_tree()
     out = paths.reports("flags")
     key = hash_inputs([("tree", tree_key), ("cases", " ".join(cases)), ("tool", Path(__file__)),
                        ("script", SCRIPT), ("buildflags", SCRIPT.with_name("dpkg-buildflags.sh")),

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import EXIT_ERROR, StageError, hash_inputs, load_pins, load_toml, log, main_wrapper, rmtree, write_atomic
-from cephperf.stage import produce
-from cephperf.stages.source import assembled
 from cephperf.packaging.roots import Root
 from cephperf.packaging.series import APPLIED_UPSTREAM_MARK, parse_series
+from cephperf.packaging.source_tree import assembled_tree
+from cephperf.stage import produce
 
 SCRIPT = paths.RUNTIME / "scripts" / "patch-tests.sh"
 HELPER = paths.RUNTIME / "patch_tests_helper.py"
@@ -126,7 +126,7 @@ def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--force", action="store_true", help="run even if the last run with these inputs passed")
     args = p.parse_args()
-    tree, tree_key = assembled()
+    tree, tree_key = assembled_tree()
     out = paths.reports("patch-tests")
     key = hash_inputs([("tree", tree_key), ("tool", Path(__file__)), ("script", SCRIPT), ("helper", HELPER),
                        ("tests", paths.UNIT_TESTS), ("minimal", paths.OSD_MINIMAL), ("options_table", OPTIONS_TABLE),

@@ -34,9 +34,9 @@ from cephperf.bench.rounds import load_profile, merge_conf, parse_source, round_
 from cephperf.packaging import pgo
 from cephperf.common import (EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_pins, load_toml, log,
                              main_wrapper, rmtree, write_atomic)
+from cephperf.packaging.changelog import changelog_epoch
+from cephperf.packaging.release_build import built_release
 from cephperf.stage import produce
-from cephperf.stages.build_debs import changelog_epoch
-from cephperf.stages.build_release import built_release
 
 # The instrumented build compiles as the release does, with pkg.ceph.lto:
 # -flto changes some functions' control flow in the compile step, on which

@@ -81,15 +81,15 @@ def stages(profile: str, ci: Path = CI, bench: Path = paths.BENCH, gate_args: tu
          [debs / "stamp.json", PACKAGE / "stages" / "audit_flags.py", PACKAGE / "packaging" / "audit.py",
           PACKAGE / "packaging" / "elf.py", paths.AUDIT_RULES]),
         ("io-mock-test", [ci / "io-mock-test", "--debs", debs],
-         [debs / "stamp.json", PACKAGE / "stages" / "io_mock_test.py", PACKAGE / "nodes.py", node_side]),
+         [debs / "stamp.json", PACKAGE / "stages" / "node_check.py", PACKAGE / "node_checks.py", paths.NODE_CHECKS, PACKAGE / "nodes.py", node_side]),
         ("onode-cache-test", [ci / "onode-cache-test", "--debs", debs],
-         [debs / "stamp.json", PACKAGE / "stages" / "onode_cache_test.py", PACKAGE / "nodes.py", node_side]),
+         [debs / "stamp.json", PACKAGE / "stages" / "node_check.py", PACKAGE / "node_checks.py", paths.NODE_CHECKS, PACKAGE / "nodes.py", node_side]),
         # upstream's storage tests, on the release's own code: store_test.cc
         # built with the release, and teuthology's model-checked RADOS workload
         ("store-test", [ci / "store-test", "--tests", debs / "tests"],
          [debs / "stamp.json", PACKAGE / "stages" / "store_test.py", paths.CMAKE / "store-test.toml", node_side]),
         ("rados-model-test", [ci / "rados-model-test", "--debs", debs],
-         [debs / "stamp.json", PACKAGE / "stages" / "rados_model_test.py", paths.BENCH / "rados-model.toml",
+         [debs / "stamp.json", PACKAGE / "stages" / "node_check.py", PACKAGE / "node_checks.py", paths.NODE_CHECKS, paths.BENCH / "rados-model.toml",
           PACKAGE / "nodes.py", node_side]),
         ("publish-repo", [ci / "publish-repo", "--debs", debs], None),
         ("upgrade-test", [ci / "upgrade-test"],

@@ -9,176 +9,21 @@ or tool rebuilds; a failed or interrupted run leaves the previous output (or
 none) and no half-written tree.
 """
 import argparse
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.common import (StageError, hash_inputs, load_pins, log, main_wrapper, pinned_file, read_stamp,
-                             rmtree, run)
-from cephperf.stage import produce
-from cephperf.packaging import pgo
-from cephperf.packaging.fetch import obtain
-from cephperf.packaging.series import (APPLIED_UPSTREAM_MARK, apply_series, explain_failure, parse_series,
-                                       quilt_files, reverse_applies)
-
-BUILD_PACKAGE = Path(__file__).resolve().parents[1] / "packaging"
+from cephperf.common import log, main_wrapper, read_stamp
+from cephperf.packaging.source_tree import Sources, assembled_tree
 
 
-def changelog_field(path: Path, field: str) -> str:
-    """A field of the newest entry of a Debian changelog (Version, Timestamp ...)."""
-    return run(["dpkg-parsechangelog", "-l", path, "-S", field], f"reading {path}", 1).stdout.strip()
-
-
-def changelog_version(path: Path) -> str:
-    return changelog_field(path, "Version")
-
-
-def apply_debian_delta(tree: Path, delta: Path) -> list[str]:
-    """Our changes to Debian's packaging files, applied like quilt patches: no fuzz."""
-    series_file = delta / "series"
-    if not series_file.exists():
-        return []
-    names = [n for n, _ in parse_series(series_file)]
-    for name in names:
-        patch = delta / name
-        if not patch.is_file():
-            raise StageError(f"{series_file}: lists {name}, which does not exist")
-        r = subprocess.run(["patch", "-p1", "--fuzz=0", "-N", "-f", "--no-backup-if-mismatch",
-                            "-r", "-", "-i", str(patch)], cwd=tree, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise StageError(explain_failure(tree, patch, f"debian/delta/{name}", r.stdout + r.stderr))
-    return names
-
-
-def unpack(pins: dict, from_dir: Path | None, work: Path) -> Path:
-    """The orig tree with Debian's debian/ in it, both verified first."""
-    orig, deb = pinned_file(pins, "orig"), pinned_file(pins, "debian")
-    orig_path = obtain(orig, from_dir, pins)
-    deb_path = obtain(deb, from_dir, pins)
-    log(f"unpacking {orig['name']}")
-    run(["tar", "-xf", orig_path, "--no-same-owner", "-C", work], f"unpacking {orig['name']}", 2)
-    tree = work / orig["topdir"]
-    if not tree.is_dir():
-        raise StageError(f"{orig['name']}: does not unpack to {orig['topdir']}/ (topdir in {pins['_path']})")
-    if (tree / "debian").exists():
-        rmtree(tree / "debian")  # an orig must not carry packaging; Debian's replaces it
-    run(["tar", "-xf", deb_path, "--no-same-owner", "-C", tree], f"unpacking {deb['name']}", 2)
-    if not (tree / "debian" / "patches" / "series").exists():
-        raise StageError(f"{deb['name']}: has no debian/patches/series")
-    return tree
-
-
-def assemble(args, pins, work: Path) -> dict:
-    tree = unpack(pins, args.from_dir, work)
-    delta = apply_debian_delta(tree, args.debian / "delta")
-    # Files our debian/rules uses at build time travel inside the source package.
-    (tree / "debian" / "ceph-perf").mkdir()
-    for used_by_rules in (paths.RELEASE_GUARD, paths.LTO_LINK_EXCEPTIONS):
-        shutil.copy2(used_by_rules, tree / "debian" / "ceph-perf" / used_by_rules.name)
-    counts = carry_training_counts(tree, pins)
-    version = add_changelog(tree, args.debian / "changelog", pins)
-    applied, marked = apply_ours(tree, args.patches)
-    return {"tree": tree.name, "version": version, "quilt_applied": applied,
-            "debian_delta": delta, "applied_upstream": marked, "pgo_counts": counts}
-
-
-def carry_training_counts(tree: Path, pins: dict) -> str | None:
-    """The pinned training counts of pkg.ceph.pgo, verified, into the source
-    package (a binary file there, so listed in debian/source/include-binaries).
-    Without them the tree still builds every other way; pkg.ceph.pgo stops."""
-    counts, why = pgo.verified_counts(pins)
-    log(f"pkg.ceph.pgo: {why}")
-    if counts is None:
-        return None
-    shutil.copy2(counts, tree / pgo.IN_TREE)
-    with open(tree / "debian" / "source" / "include-binaries", "a") as f:
-        f.write(f"{pgo.IN_TREE}\n")
-    return pgo.pinned()["sha256"]
-
-
-def add_changelog(tree: Path, ours_changelog: Path, pins: dict) -> str:
-    """Our changelog entries go on top of Debian's; the top one must be the pinned version."""
-    top = changelog_version(ours_changelog)
-    if top != pins["ours"]["version"]:
-        raise StageError(f"{ours_changelog}: tops at {top}, but {pins['_path']} pins ours.version = "
-                         f"{pins['ours']['version']}; add a changelog entry for it")
-    debian_changelog = tree / "debian" / "changelog"
-    debian_changelog.write_text(ours_changelog.read_text().rstrip("\n") + "\n\n" + debian_changelog.read_text())
-    return top
-
-
-def apply_ours(tree: Path, patches: Path) -> tuple[list[str], list[str]]:
-    """Our patches go to debian/patches/ceph-perf/, appended to the series and
-    applied with quilt; those marked applied-upstream are verified instead."""
-    series = parse_series(patches / "series") if (patches / "series").exists() else []
-    dest = tree / "debian" / "patches" / "ceph-perf"
-    dest.mkdir()
-    ours, marked = set(), []
-    with open(tree / "debian" / "patches" / "series", "a") as out:
-        out.write("# ceph-perf\n")
-        for name, note in series:
-            src = patches / name
-            if not src.is_file():
-                raise StageError(f"{patches / 'series'}: lists {name}, which does not exist")
-            shutil.copy2(src, dest / name)
-            if APPLIED_UPSTREAM_MARK in note:
-                marked.append(name)
-                continue
-            out.write(f"ceph-perf/{name}\n")
-            ours.add(f"ceph-perf/{name}")
-
-    applied = apply_series(tree, ours, patches / "series")
-
-    # A patch marked applied-upstream is not re-applied, but the mark must stay true.
-    for name in marked:
-        if not reverse_applies(tree, dest / name):
-            raise StageError(f"patch {name} is marked '{APPLIED_UPSTREAM_MARK}' in {patches / 'series'}, "
-                             f"but the tree does not contain its change; remove the mark")
-        log(f"patch {name}: applied upstream, not re-applied (marked in patches/series)")
-        (dest / name).unlink()
-    return applied, marked
-
-
-def parser() -> argparse.ArgumentParser:
+def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--from", dest="from_dir", type=Path,
                    help="directory holding the pinned tarballs (air-gapped hosts); nothing is downloaded")
     p.add_argument("--patches", type=Path, default=paths.PATCHES, help=argparse.SUPPRESS)
     p.add_argument("--debian", type=Path, default=paths.DEBIAN, help=argparse.SUPPRESS)
-    return p
-
-
-def inputs(args, pins: dict) -> str:
-    """The digest of everything that shapes the tree: pins, our patches and
-    packaging, the release guard, and our code that assembles it."""
-    return hash_inputs([
-        ("pins", Path(pins["_path"])), *quilt_files(args.patches), ("debian", args.debian),
-        ("guard", paths.RELEASE_GUARD), ("lto-exceptions", paths.LTO_LINK_EXCEPTIONS), ("tool", Path(__file__)),
-        ("pgo-pin", paths.PGO_PIN), ("pgo-counts", paths.PGO_COUNTS),
-        *[(m, BUILD_PACKAGE / m) for m in ("fetch.py", "archive.py", "series.py", "pgo.py")],
-        ("from", str(args.from_dir is not None)),
-    ])
-
-
-def assembled(argv: list[str] | None = None) -> tuple[Path, str]:
-    """The assembled tree and the digest of its inputs, assembling it first
-    unless it is current. What every later stage keys its own output on."""
-    args = parser().parse_args(argv or [])
-    pins = load_pins()
-    key = inputs(args, pins)
-    stamp = produce(paths.source_dir(), key, lambda new: assemble(args, pins, new),
-                    valid=lambda st: (paths.source_dir() / st.get("tree", "")).is_dir())
-    return paths.source_dir() / stamp["tree"], key
-
-
-def assembled_tree() -> Path:
-    return assembled()[0]
-
-
-def execute():
-    tree, _ = assembled(sys.argv[1:])
+    args = p.parse_args()
+    tree, _ = assembled_tree(Sources(args.from_dir, args.patches, args.debian))
     stamp = read_stamp(tree.parent / "stamp.json")
     log(f"{len(stamp['quilt_applied'])} patches applied; changelog tops at {stamp['version']}")
     print(tree)

@@ -7,9 +7,11 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from cephperf.packaging.buildlog import Console, follow
 from cephperf.common import StageError
-from cephperf.stages.build_debs import build_environment, build_key, changelog_epoch, pin_debian_mtimes
+from cephperf.packaging.buildlog import Console, follow
+from cephperf.packaging.changelog import changelog_epoch
+from cephperf.packaging.dpkg_build import build_environment
+from cephperf.stages.build_debs import build_key, pin_debian_mtimes
 
 
 class BuildEnvironmentTest(unittest.TestCase):

@@ -8,7 +8,7 @@ from unittest import mock
 
 from cephperf.packaging.lto_warnings import lto_warnings
 from cephperf.common import StageError
-from cephperf.stages import build_release
+from cephperf.packaging import release_build
 
 LOG = """\
 /usr/bin/c++ -flto=auto -c src/a.cc -o a.o
@@ -41,8 +41,8 @@ class LtoWarningsTest(unittest.TestCase):
 
     def test_an_unexplained_warning_fails_the_release_naming_it(self):
         rules = self.rules('[[exception]]\nmatch = "kLimit"\nreason = "a constant, same value"\n')
-        with mock.patch.object(build_release, "LTO_RULES", rules), self.assertRaises(StageError) as e:
-            build_release.check_lto_warnings(self.dir)
+        with mock.patch.object(release_build, "LTO_RULES", rules), self.assertRaises(StageError) as e:
+            release_build.check_lto_warnings(self.dir)
         self.assertIn("2 -Wodr/-Wlto-type-mismatch warning(s)", str(e.exception))
         self.assertIn("struct Shard", str(e.exception))
         self.assertNotIn("kLimit", str(e.exception))
@@ -50,11 +50,11 @@ class LtoWarningsTest(unittest.TestCase):
     def test_every_warning_explained_passes_and_counts_them(self):
         rules = self.rules('[[exception]]\nmatch = "violates the C\\\\+\\\\+ One Definition Rule"\nreason = "r1"\n'
                            '[[exception]]\nmatch = "hits"\nreason = "r2"\n')
-        with mock.patch.object(build_release, "LTO_RULES", rules):
-            self.assertEqual(build_release.check_lto_warnings(self.dir), {"r1": 2, "r2": 1})
+        with mock.patch.object(release_build, "LTO_RULES", rules):
+            self.assertEqual(release_build.check_lto_warnings(self.dir), {"r1": 2, "r2": 1})
 
     def test_the_checked_in_rules_load(self):
-        self.assertIsInstance(build_release.load_toml(build_release.LTO_RULES).get("exception", []), list)
+        self.assertIsInstance(release_build.load_toml(release_build.LTO_RULES).get("exception", []), list)
 
 
 if __name__ == "__main__":
