@@ -16,15 +16,13 @@ from pathlib import Path
 
 from .. import paths
 from ..common import StageError, hash_inputs, load_pins, log, pinned_file, rmtree, run
+from ..imports import code_inputs
 from ..stage import produce
 from . import pgo
 from .changelog import changelog_version
 from .fetch import obtain
 from .series import (APPLIED_UPSTREAM_MARK, apply_series, explain_failure, parse_series, quilt_files,
                      reverse_applies)
-
-BUILD_PACKAGE = Path(__file__).resolve().parent
-
 
 @dataclass(frozen=True)
 class Sources:
@@ -147,10 +145,9 @@ def tree_inputs(sources: Sources, pins: dict) -> str:
     packaging, the release guard, and our code that assembles it."""
     return hash_inputs([
         ("pins", Path(pins["_path"])), *quilt_files(sources.patches), ("debian", sources.debian),
-        ("guard", paths.RELEASE_GUARD), ("lto-exceptions", paths.LTO_LINK_EXCEPTIONS), ("tool", Path(__file__)),
+        ("guard", paths.RELEASE_GUARD), ("lto-exceptions", paths.LTO_LINK_EXCEPTIONS),
         ("pgo-pin", paths.PGO_PIN), ("pgo-counts", paths.PGO_COUNTS),
-        *[(m, BUILD_PACKAGE / m) for m in ("fetch.py", "archive.py", "series.py", "pgo.py")],
-        ("from", str(sources.from_dir is not None)),
+        *code_inputs(__name__), ("from", str(sources.from_dir is not None)),
     ])
 
 

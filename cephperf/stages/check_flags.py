@@ -38,6 +38,7 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import EXIT_ERROR, hash_inputs, log, main_wrapper, write_atomic
+from cephperf.imports import code_inputs
 from cephperf.packaging.flags import (STAGED_TARGETS, judge_case, render_markdown,
                                       staged_runpath_problems, static_common_problems)
 from cephperf.packaging.roots import Root
@@ -114,10 +115,9 @@ def execute():
         p.error(f"unknown case(s) {', '.join(unknown)}: choose from {', '.join(CASES)}")
     tree, tree_key = (args.tree, str(args.tree)) if args.tree else assembled_tree()
     out = paths.reports("flags")
-    key = hash_inputs([("tree", tree_key), ("cases", " ".join(cases)), ("tool", Path(__file__)),
+    key = hash_inputs([("tree", tree_key), ("cases", " ".join(cases)), *code_inputs(__name__),
                        ("script", SCRIPT), ("buildflags", SCRIPT.with_name("dpkg-buildflags.sh")),
                        ("rocksdb-configure", SCRIPT.with_name("rocksdb-configure.sh")),
-                       ("flags", paths.REPO / "cephperf" / "packaging" / "flags.py"),
                        ("fixture", paths.ROCKSDB_PREFIX_FIXTURE), ("minimal", paths.OSD_MINIMAL)])
     # only a passing run on the assembled tree is worth skipping next time
     stamp = produce(out, key, lambda new: check(tree, cases, new), valid=lambda st: st.get("ok"),

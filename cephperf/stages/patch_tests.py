@@ -22,6 +22,7 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import EXIT_ERROR, StageError, hash_inputs, load_pins, load_toml, log, main_wrapper, rmtree, write_atomic
+from cephperf.imports import code_inputs
 from cephperf.packaging.roots import Root
 from cephperf.packaging.series import APPLIED_UPSTREAM_MARK, parse_series
 from cephperf.packaging.source_tree import assembled_tree
@@ -128,7 +129,7 @@ def execute():
     args = p.parse_args()
     tree, tree_key = assembled_tree()
     out = paths.reports("patch-tests")
-    key = hash_inputs([("tree", tree_key), ("tool", Path(__file__)), ("script", SCRIPT), ("helper", HELPER),
+    key = hash_inputs([("tree", tree_key), *code_inputs(__name__), ("script", SCRIPT), ("helper", HELPER),
                        ("tests", paths.UNIT_TESTS), ("minimal", paths.OSD_MINIMAL), ("options_table", OPTIONS_TABLE),
                        ("rocksdb-configure", SCRIPT.with_name("rocksdb-configure.sh"))])
     # a failed run keeps its report (stamped not ok) and is re-run next time

@@ -31,9 +31,10 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.bench.rounds import load_profile, merge_conf, parse_source, round_spec, run_node
-from cephperf.packaging import pgo
 from cephperf.common import (EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_pins, load_toml, log,
                              main_wrapper, rmtree, write_atomic)
+from cephperf.imports import code_inputs
+from cephperf.packaging import pgo
 from cephperf.packaging.changelog import changelog_epoch
 from cephperf.packaging.release_build import built_release
 from cephperf.stage import produce
@@ -117,8 +118,7 @@ def execute():
     debs = instrumented_build(args.dsc, args.jobs)
     trained_on = pgo.compiled_sources_key(load_pins())
     key = hash_inputs([("instrumented", debs / "stamp.json"), ("training", paths.PGO_TRAINING),
-                       ("trained_on", trained_on), ("tool", Path(__file__)),
-                       ("pack", paths.REPO / "cephperf" / "packaging" / "pgo.py")])
+                       ("trained_on", trained_on), *code_inputs(__name__)])
     out = paths.pgo_train_out()
     stamp = produce(out, key, lambda new: make_counts(debs, training, trained_on, new))
     if args.pin:

@@ -40,6 +40,7 @@ from pathlib import Path
 from cephperf import paths
 from cephperf.common import (StageError, EXIT_ERROR, EXIT_FAIL, hash_inputs, locked, log, main_wrapper, read_stamp,
                              newest_first, rmtree, run, write_atomic, write_stamp)
+from cephperf.imports import code_inputs
 
 THROWAWAY_UID = "ceph-perf throwaway test key <ceph-perf-test@invalid>"
 REPO_NAME = "ceph-perf"
@@ -207,7 +208,7 @@ def execute():
     out = args.out.resolve()
     files = sorted(f for f in inputs.glob("*") if f.suffix in (".changes", ".deb", ".dsc", ".buildinfo"))
     digest = hash_inputs([("files", "\n".join(f"{f.name} {f.stat().st_size} {f.stat().st_mtime_ns}" for f in files)),
-                          ("key", key), ("keep", str(args.keep)), ("script", Path(__file__).read_bytes())])
+                          ("key", key), ("keep", str(args.keep)), *code_inputs(__name__)])
     stamp_file = out.with_name(out.name + ".db") / "stamp.json"
     with locked(out.with_name(f".{out.name}.lock")):
         stamp = read_stamp(stamp_file)

@@ -37,9 +37,10 @@ import time
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.packaging.roots import Root
 from cephperf.common import (EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_toml, log, main_wrapper, rmtree,
                              sha256_file, write_atomic)
+from cephperf.imports import code_inputs
+from cephperf.packaging.roots import Root
 from cephperf.runtime.spec import RECORD
 from cephperf.stage import produce
 
@@ -278,7 +279,7 @@ def execute():
         raise StageError(missing, EXIT_ERROR)
     key = hash_inputs([("binary", sha256_file(host_binary)), ("stock", str(args.stock)), ("subset", path),
                        ("selection", json.dumps(passes, sort_keys=True)), ("root", Root("runtime").key),
-                       ("stage", Path(__file__)), ("node", NODE)])
+                       *code_inputs(__name__), ("node", NODE)])
     expected = sum(t["expected_seconds"] for x in passes for t in x["tests"])
     log(f"{binary}: {sum(len(x['tests']) for x in passes)} test runs planned in {len(passes)} passes "
         f"({int(expected // 60)} min {int(expected % 60)} s of tests with Debian's binary here)")

@@ -14,7 +14,8 @@ from unittest import mock
 from tests.helpers import REPO
 
 from cephperf import pipeline
-from cephperf.common import StageError
+from cephperf.common import StageError, load_pins
+from cephperf.packaging import source_tree
 from cephperf.imports import closure, module_file
 
 DECLARED = [s.name for s in pipeline.load()]
@@ -166,6 +167,19 @@ class KeysTest(unittest.TestCase):
                       "cephperf/bench/rados_workload.py"):
                 self.assertIn(f"code {f}", items, name)
             self.assertIn("input cmake/node-checks.toml", items, name)
+
+
+class OwnKeysTest(unittest.TestCase):
+    """A stage that skips its own work keys it on its code the same way."""
+
+    def test_the_source_trees_key_covers_the_code_that_assembles_it(self):
+        captured = []
+        with mock.patch.object(source_tree, "hash_inputs", side_effect=lambda items: captured.append(dict(items))):
+            source_tree.tree_inputs(source_tree.Sources(), load_pins())
+        [items] = captured
+        for module in ("source_tree", "fetch", "archive", "series", "pgo", "changelog"):
+            self.assertIn(f"code cephperf/packaging/{module}.py", items)
+        self.assertNotIn("code cephperf/stages/source.py", items, "the tree is the library's, whoever asks for it")
 
 
 class ImportsTest(unittest.TestCase):
