@@ -111,13 +111,13 @@ def run_logged(start: Callable[[IO[str]], int], logf: IO[str], label: str = "bui
 
 
 def build_in_root(root, script: Path, env: dict, logf: IO[str], label: str, failed: str, code: int,
-                  binds: list = ()) -> None:
+                  binds: list = (), mounts: dict | None = None) -> None:
     """`bash script` in the root (a Root), its output followed into logf and the
     console. On failure the log's last lines are printed and StageError(code)
     says `failed` (what failed, and what to do)."""
     # stdbuf keeps make's progress lines flowing through the pipe as they are printed
     rc, tail = run_logged(lambda pipe: root.run(["stdbuf", "-oL", "-eL", "bash", str(script)], stdout=pipe,
-                                                binds=binds, env=env), logf, label=label)
+                                                binds=binds, env=env, mounts=mounts), logf, label=label)
     if rc != 0:
         print("\n".join(tail), file=sys.stderr)
         raise StageError(f"{failed} (exit {rc}); the last lines of its log are above", code)

@@ -3,9 +3,10 @@ of the build root, as Debian's buildds build an upload, then judged (blhc,
 LTO's ODR warnings, PGO's coverage mismatches, lintian). ci/build-release
 runs it; ci/pgo-train builds its instrumented packages the same way.
 
-The build takes hours and its checks minutes: an output whose build
-finished but whose checks failed or were interrupted resumes at the checks,
-and a change to the checks' rules alone re-judges a finished build.
+The build takes hours and its checks minutes: a build that stopped goes on
+in its kept tree, an output whose build finished but whose checks failed or
+were interrupted resumes at the checks, and a change to the checks' rules
+alone re-judges a finished build.
 """
 import json
 import os
@@ -27,6 +28,15 @@ from .source_tree import assembled_tree
 BUILD = paths.RUNTIME / "scripts" / "build-release.sh"
 LINTIAN = paths.RUNTIME / "scripts" / "lintian.sh"
 BLHC_RULES = paths.CMAKE / "blhc.toml"
+# Where the release is built inside the root: fixed, as GCC names each
+# object's training counts by it and ccache keys on it.
+BUILD_PATH = Path("/build/ceph-perf")
+# The tree the build runs in, kept in the unfinished output until the build is
+# done: a build of the same inputs that stopped goes on in it.
+KEPT_TREE = "tree"
+# A resumed build makes again every output written in this many minutes
+# before its tree's newest file (runtime/scripts/build-release.sh says why).
+REDO_MINUTES = 10
 LTO_RULES = paths.CMAKE / "lto-warnings.toml"
 
 
@@ -39,13 +49,23 @@ def default_dsc() -> Path:
 
 
 def clean_build(root: Root, dsc: Path, kind: str, build_env: dict, new: Path) -> None:
-    """dpkg-buildpackage from the .dsc in a throwaway overlay; results and build.log into `new`."""
+    """dpkg-buildpackage from the .dsc in a throwaway overlay of the root, in
+    a tree kept in `new` until the build is done (an interrupted build of the
+    same inputs goes on where it stopped); results and build.log into `new`."""
     args = dpkg_args(kind, build_env)  # -b: binaries; the .changes gets the source after
-    log(f"clean build of {dsc.name}: dpkg-buildpackage {' '.join(args)}, "
+    tree = new / KEPT_TREE
+    resuming = (tree / ".unpacked").is_file()
+    log(f"{'resumed' if resuming else 'clean'} build of {dsc.name}: dpkg-buildpackage {' '.join(args)}, "
         f"DEB_BUILD_OPTIONS=\"{build_env['DEB_BUILD_OPTIONS']}\"; whole log: {new / 'build.log'}")
-    with open(new / "build.log", "w") as logf:
-        build_in_root(root, BUILD, {"DSC": str(dsc), "OUT": str(new), "ARGS": " ".join(args), **build_env}, logf,
-                      "build-release", f"the clean build of {dsc.name} failed", EXIT_FAIL, binds=[dsc.parent, new])
+    tree.mkdir(exist_ok=True)
+    # a resumed build's log follows the earlier part: blhc judges every compile line
+    with open(new / "build.log", "a" if resuming else "w") as logf:
+        build_in_root(root, BUILD, {"DSC": str(dsc), "OUT": str(new), "ARGS": " ".join(args),
+                                    "REDO_MINUTES": str(REDO_MINUTES), **build_env}, logf,
+                      "build-release", f"the build of {dsc.name} failed; the next run goes on from where it "
+                      f"stopped (or remove {new} to start afresh)", EXIT_FAIL,
+                      binds=[dsc.parent, new], mounts={tree: BUILD_PATH})
+    shutil.rmtree(tree)
 
 
 def check_log(new: Path) -> dict:

@@ -134,11 +134,13 @@ class Root:
     # -- running ------------------------------------------------------------
     def run(self, argv: list[str], binds: list[Path] = (), cwd: Path | None = None,
             env: dict | None = None, interactive: bool = False, scratch: list[Path] = (),
-            stdout=None) -> int:
+            stdout=None, mounts: dict[Path, Path] | None = None) -> int:
         """Run argv inside the root; returns its exit code.
 
         Each `scratch` directory is seen through a throwaway overlay: the run
         may write into it (a configure in a source tree) without changing it.
+        `mounts` maps a host directory to the path where the run sees it (a
+        kept build tree at the fixed path a release is built in).
         """
         lower = self.ensure_extracted()
         _remove_stale_rundirs(self.dir)
@@ -153,7 +155,8 @@ class Root:
         child_env.update(env or {})
         spec = {"lower": str(lower), "rundir": str(rundir), "binds": [str(b) for b in dict.fromkeys(binds)],
                 "cwd": str(cwd), "argv": list(argv), "env": child_env,
-                "scratch": [str(p) for p in scratch]}
+                "scratch": [str(p) for p in scratch],
+                "mounts": {str(h): str(inside) for h, inside in (mounts or {}).items()}}
         # unshare's child is PID 1 of a new PID namespace: when it ends, the
         # kernel kills everything left in the namespace, and the mount
         # namespace (with every mount in it) goes away.

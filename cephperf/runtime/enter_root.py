@@ -36,6 +36,9 @@ def mount_all(spec: dict) -> str:
     for b in spec["binds"]:
         os.makedirs(merged + b, exist_ok=True)
         mount("--bind", b, merged + b)
+    for host, inside in spec.get("mounts", {}).items():
+        os.makedirs(merged + inside, exist_ok=True)
+        mount("--bind", host, merged + inside)
     for i, d in enumerate(spec["scratch"]):
         up, wk = f"{run}/scratch{i}/upper", f"{run}/scratch{i}/work"
         os.makedirs(up)

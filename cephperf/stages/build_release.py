@@ -8,11 +8,14 @@ build root: the .dsc (default: ci/build-debs --source-only's, which lintian
 has checked) is unpacked with dpkg-source -x inside a throwaway overlay of the
 root and built whole with dpkg-buildpackage; nothing of the development tree
 or its build directory is used, and the overlay is gone afterwards. The
-unpack path is fixed, so ccache serves one release build from the last.
-A build interrupted before dpkg-buildpackage finished starts over (ccache
-keeps what it had compiled); one interrupted, or failed, after it finished
-resumes at its checks with the same inputs, as the build takes hours here and
-the checks minutes.
+unpack path is fixed, so ccache serves one release build from the last
+(except under PGO, whose counts ccache cannot key on).
+The tree is kept in the unfinished output until the build is done: a build
+interrupted (or failed) before dpkg-buildpackage finished goes on in it with
+the same inputs, making again what was written in its last minutes; one
+interrupted after it finished resumes at its checks, as the build takes hours
+here and the checks minutes. Remove the unfinished output (the path is in
+the log) to start afresh.
 
 Then the checks of what was built, as Debian's QA runs them, and ours:
   - blhc on the build log: every compile and link line carries the flags

@@ -1,7 +1,8 @@
 """ci/build-release on a fixture source package: a clean build from the .dsc
 in a throwaway overlay of the build root, then blhc on its log and lintian on
 its .changes. A package whose Makefile drops dpkg-buildflags' CFLAGS builds,
-and is then refused by blhc, naming the warning."""
+and is then refused by blhc, naming the warning. A build that stopped goes
+on in its kept tree, making again an object cut short when it stopped."""
 import os
 import subprocess
 import tempfile
@@ -13,6 +14,17 @@ from tests.helpers import REPO, scratch_dir
 
 MAKEFILE_GOOD = "hello: hello.c\n\t$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o hello hello.c\n"
 MAKEFILE_BAD = "hello: hello.c\n\t$(CC) -O2 -o hello hello.c\n"
+# Two objects in a CMake-like obj-* directory, then a link that stops until
+# the test lets it go on (a build interrupted between compile and link).
+MAKEFILE_STOPS = """\
+O = obj-x86_64-linux-gnu
+hello: $(O)/hello.o $(O)/greeting.o
+\ttest -f go-on || { echo "ceph-perf-hello: stopped before the link"; exit 1; }
+\t$(CC) $(CFLAGS) $(LDFLAGS) -o hello $(O)/hello.o $(O)/greeting.o
+$(O)/%.o: %.c
+\tmkdir -p $(O)
+\t$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+"""
 
 
 def fixture_dsc(dest: Path, makefile: str) -> Path:
@@ -21,6 +33,7 @@ def fixture_dsc(dest: Path, makefile: str) -> Path:
     (src / "debian" / "source").mkdir(parents=True)
     (src / "hello.c").write_text('#include <stdio.h>\nint main(void) { char b[16]; snprintf(b, sizeof b, "%s", "hi");'
                                  ' puts(b); return 0; }\n')
+    (src / "greeting.c").write_text('const char *greeting(void) { return "hi"; }\n')
     (src / "Makefile").write_text(makefile + "install:\n\tinstall -D hello $(DESTDIR)/usr/bin/ceph-perf-hello\n")
     files = {
         "control": """\
@@ -70,13 +83,43 @@ class BuildReleaseTest(unittest.TestCase):
         self.addCleanup(subprocess.run, ["rm", "-rf", str(self.tmp)])
 
     def build(self, makefile: str) -> tuple[subprocess.CompletedProcess, Path]:
-        dsc = fixture_dsc(self.tmp / "src", makefile)
+        return self.build_dsc(fixture_dsc(self.tmp / "src", makefile))
+
+    def build_dsc(self, dsc: Path) -> tuple[subprocess.CompletedProcess, Path]:
         out = self.tmp / "out"
         # a fixture, not Ceph: no training counts apply to it, whatever the pin says
         env = {**os.environ, "DEB_BUILD_PROFILES": "pkg.ceph.nopgo"}
         r = subprocess.run([str(REPO / "ci" / "build-release"), "--dsc", str(dsc), "--out", str(out)],
                            capture_output=True, text=True, timeout=1200, env=env)
         return r, out
+
+    def test_a_stopped_build_goes_on_in_its_kept_tree(self):
+        dsc = fixture_dsc(self.tmp / "src", MAKEFILE_STOPS)
+        r, out = self.build_dsc(dsc)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr[-3000:])
+        self.assertIn("ceph-perf-hello: stopped before the link", r.stderr)
+        self.assertIn("the next run goes on from where it stopped", r.stderr)
+        tree = out.with_name(".out.new") / "tree" / "src"
+        objs = tree / "obj-x86_64-linux-gnu"
+        # hello.o was made long before the build stopped; greeting.o was being
+        # written when it stopped: cut short, and the newest file of the tree
+        hour_ago = (objs / "hello.o").stat().st_mtime - 3600
+        os.utime(objs / "hello.o", (hour_ago, hour_ago))
+        with open(objs / "greeting.o", "r+b") as f:
+            f.truncate(16)
+        (tree / "go-on").touch()
+        r, out = self.build_dsc(dsc)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr[-3000:])
+        self.assertIn("resumed build of ceph-perf-hello_1.0.dsc", r.stderr)
+        log = (out / "build.log").read_text()
+        self.assertIn("resuming the build of ceph-perf-hello_1.0.dsc in its kept tree; 1 output(s) of its last "
+                      "10 minutes are made again", log)
+        # the first part's log is kept: blhc judged hello.o's compile line too
+        self.assertIn("-c -o obj-x86_64-linux-gnu/hello.o hello.c", log)
+        self.assertEqual(log.count("-c -o obj-x86_64-linux-gnu/greeting.o greeting.c"), 2)
+        self.assertEqual(log.count("-c -o obj-x86_64-linux-gnu/hello.o hello.c"), 1)
+        self.assertIn("ceph-perf-hello_1.0_amd64.deb", {f.name for f in out.iterdir()})
+        self.assertFalse((out / "tree").exists())  # the kept tree goes once the build is done
 
     def test_a_clean_build_passes_blhc_and_lintian(self):
         r, out = self.build(MAKEFILE_GOOD)
