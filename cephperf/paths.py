@@ -96,6 +96,11 @@ def osd_build() -> Path:
     return cache_dir() / "builds" / "osd"
 
 
+def osd_release_out() -> Path:
+    """ci/build-osd --release's output: ceph-osd built as the release builds it."""
+    return cache_dir() / "builds" / "osd-release" / "out"
+
+
 def repo_dir() -> Path:
     return cache_dir() / "repo"
 

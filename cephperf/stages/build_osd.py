@@ -1,4 +1,8 @@
-"""ci/build-osd: a development build of ceph-osd from the assembled tree.
+"""ci/build-osd: a development build of ceph-osd from the assembled tree,
+or (--release) ceph-osd alone built exactly as the release builds it.
+
+  ci/build-osd [--targets T] [--jobs N]
+  ci/build-osd --release [--dsc FILE] [--jobs N] [--out DIR]
 
 A long job (about 55 minutes on 2 cores with a cold ccache, minutes warm),
 so everything lives in the persistent cache and a re-run resumes:
@@ -13,13 +17,25 @@ Flags are the release ones our debian/rules gives: dpkg-buildflags with
 hardening, RelWithDebInfo with -DNDEBUG, the release guard; the tree is the
 minimal one of cmake/osd-minimal.cmake. `bench/gate --candidate DIR` takes
 the out/ directory as a development build laid over Debian's packages.
+
+--release builds ceph-osd from the release's source package (FILE, default
+ci/build-debs --source-only's, the .dsc ci/release builds) with the
+release's own debian/rules configure, build options and profiles (LTO and
+the pinned PGO counts unless DEB_BUILD_PROFILES turns them off), at the
+release build's path, and only make's ceph-osd target: no ccache under PGO,
+no other program, no packaging. Output: DIR (default
+$CEPH_PERF_CACHE/builds/osd-release/out) with ceph-osd, build.log and the
+stamp, for `bench/gate --candidate DIR`. An interrupted build goes on in its
+kept tree, as ci/build-release's does.
 """
 import argparse
+import os
 import time
 from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, hash_inputs, log, main_wrapper, run
+from cephperf.packaging.release_osd import release_equivalent_osd
 from cephperf.packaging.roots import Root
 from cephperf.packaging.source_tree import assembled_tree
 from cephperf.stage import produce
@@ -46,7 +62,15 @@ def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--targets", default="ceph-osd", help="ninja targets (default: ceph-osd)")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--release", action="store_true", help="ceph-osd alone, built as the release builds it")
+    p.add_argument("--dsc", type=Path, help="with --release: the source package (default: the release's)")
+    p.add_argument("--out", type=Path, help="with --release: the output directory")
     args = p.parse_args()
+    if args.release:
+        print(release_equivalent_osd(args.dsc, dict(os.environ), args.jobs, args.out or paths.osd_release_out()))
+        return 0
+    if args.dsc or args.out:
+        raise StageError("--dsc and --out go with --release", EXIT_ERROR)
     tree, tree_key = assembled_tree()
     out = paths.osd_build() / "out"
     key = hash_inputs([("tree", tree_key), ("targets", args.targets), ("minimal", paths.OSD_MINIMAL),

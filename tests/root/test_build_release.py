@@ -27,13 +27,17 @@ $(O)/%.o: %.c
 """
 
 
-def fixture_dsc(dest: Path, makefile: str) -> Path:
-    """A native source package building one C program with `makefile`; its .dsc."""
+def fixture_dsc(dest: Path, makefile: str, rules: str = "#!/usr/bin/make -f\n%:\n\tdh $@\n",
+                extra: dict | None = None) -> Path:
+    """A native source package building one C program with `makefile`,
+    debian/rules `rules` and the `extra` files (name: text); its .dsc."""
     src = dest / "ceph-perf-hello-1.0"
     (src / "debian" / "source").mkdir(parents=True)
     (src / "hello.c").write_text('#include <stdio.h>\nint main(void) { char b[16]; snprintf(b, sizeof b, "%s", "hi");'
                                  ' puts(b); return 0; }\n')
     (src / "greeting.c").write_text('const char *greeting(void) { return "hi"; }\n')
+    for name, text in (extra or {}).items():
+        (src / name).write_text(text)
     (src / "Makefile").write_text(makefile + "install:\n\tinstall -D hello $(DESTDIR)/usr/bin/ceph-perf-hello\n")
     files = {
         "control": """\
@@ -67,7 +71,7 @@ def fixture_dsc(dest: Path, makefile: str) -> Path:
             License: CC0-1.0
              On Debian systems the full text is in /usr/share/common-licenses/CC0-1.0.
             """,
-        "rules": "#!/usr/bin/make -f\n%:\n\tdh $@\n",
+        "rules": rules,
         "source/format": "3.0 (native)\n",
     }
     for name, text in files.items():

@@ -1,0 +1,86 @@
+"""ci/build-osd --release on a fixture source package shaped like Ceph's
+(debian/rules configures obj-x86_64-linux-gnu/ with the flags of its own
+environment and build profiles, then makes legacy-option-headers and
+ceph-osd): its ceph-osd is compiled with exactly the command the release
+build (ci/build-release) compiles it with."""
+import os
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+from tests.helpers import REPO, scratch_dir
+from tests.root.test_build_release import fixture_dsc
+
+# The top-level Makefile only installs (dh_auto_install; fixture_dsc adds the
+# rule, for ./hello); the build is the configured directory's, as in Ceph.
+MAKEFILE = ""
+RULES = """\
+#!/usr/bin/make -f
+# Flags that only debian/rules gives, one per build profile too
+export DEB_CFLAGS_MAINT_APPEND = -DFROM_RULES
+ifneq (,$(filter pkg.ceph.nopgo,$(DEB_BUILD_PROFILES)))
+export DEB_CFLAGS_MAINT_APPEND += -DPROFILE_NOPGO
+endif
+B = obj-x86_64-linux-gnu
+%:
+\tdh $@
+override_dh_auto_configure:
+\tmkdir -p $(B)
+\tprintf 'CFLAGS = %s %s\\nLDFLAGS = %s\\n' "$$(dpkg-buildflags --get CPPFLAGS)" \\
+\t  "$$(dpkg-buildflags --get CFLAGS)" "$$(dpkg-buildflags --get LDFLAGS)" > $(B)/Makefile
+\tcat build.mk >> $(B)/Makefile
+override_dh_auto_build:
+\t$(MAKE) -C $(B) VERBOSE=1 legacy-option-headers
+\t$(MAKE) -C $(B) VERBOSE=1 ceph-osd
+"""
+BUILD_MK = """\
+legacy-option-headers:
+\t@echo options headers made
+ceph-osd: bin/ceph-osd
+bin/ceph-osd: ../hello.c
+\tmkdir -p bin
+\t$(CC) $(CFLAGS) $(LDFLAGS) -o bin/ceph-osd ../hello.c
+\tcp bin/ceph-osd ../hello
+"""
+COMPILE = "-o bin/ceph-osd ../hello.c"
+
+
+def compile_line(log: Path) -> str:
+    [line] = [line.strip() for line in log.read_text().splitlines() if line.rstrip().endswith(COMPILE)]
+    return line
+
+
+class BuildOsdReleaseTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="build-osd-release-test-", dir=scratch_dir()))
+        self.addCleanup(subprocess.run, ["rm", "-rf", str(self.tmp)])
+
+    def test_ceph_osd_is_compiled_as_the_release_compiles_it(self):
+        src = self.tmp / "src"
+        dsc = fixture_dsc(src, MAKEFILE, RULES, {"build.mk": BUILD_MK})
+        # a fixture, not Ceph: no training counts apply to it, whatever the pin says
+        env = {**os.environ, "DEB_BUILD_PROFILES": "pkg.ceph.nopgo"}
+        release = subprocess.run([str(REPO / "ci" / "build-release"), "--dsc", str(dsc),
+                                  "--out", str(self.tmp / "release")],
+                                 capture_output=True, text=True, timeout=1200, env=env)
+        self.assertEqual(release.returncode, 0, release.stderr[-3000:])
+        osd = subprocess.run([str(REPO / "ci" / "build-osd"), "--release", "--dsc", str(dsc),
+                              "--out", str(self.tmp / "osd")],
+                             capture_output=True, text=True, timeout=1200, env=env)
+        self.assertEqual(osd.returncode, 0, osd.stderr[-3000:])
+        self.assertTrue((self.tmp / "osd" / "ceph-osd").is_file())
+        self.assertFalse((self.tmp / "osd" / "tree").exists())  # the kept tree goes once the build is done
+        released = compile_line(self.tmp / "release" / "build.log")
+        built = compile_line(self.tmp / "osd" / "build.log")
+        # the release's rules and profiles reached it, and nothing else differs
+        self.assertIn("-DFROM_RULES", built)
+        self.assertIn("-DPROFILE_NOPGO", built)
+        self.assertIn("-fstack-protector-strong", built)
+        self.assertEqual(built, released)
+        self.assertEqual(subprocess.run([self.tmp / "osd" / "ceph-osd"], capture_output=True,
+                                        text=True, timeout=30).stdout, "hi\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
