@@ -75,6 +75,39 @@ class GateTest(unittest.TestCase):
         self.assertEqual(our_daemons(), [])
         self.assertEqual(run_mounts(), [])
 
+    def test_counted_verdicts_stock_against_itself_and_a_small_known_regression(self):
+        """The real gate to a verdict, counted (4 pairs, the default): Debian's
+        stock OSD against itself shows no regression, and against itself with
+        the op tracker and BlueStore's log gathering off on the baseline side
+        (bench/conf/small-regression.conf, about 2% fewer instructions per op)
+        fails with a regression in instructions per op."""
+        same = self.gate("--baseline", "debian", "--candidate", "debian", "--mode", "counted",
+                         "--out", self.tmp / "same", timeout=1800)
+        self.assertEqual(same.returncode, 0, same.stdout[-3000:] + same.stderr[-3000:])
+        rule = self.rule(self.tmp / "same", "osd_instructions_per_op")
+        # The gate passes; an interval that excludes 1 by chance (5% of A/A
+        # runs at 95% confidence, more beside other load) may call a tiny
+        # difference a gain, never a regression.
+        self.assertNotEqual(rule["verdict"], "regression")
+        self.assertEqual(rule["pairs"], 4)
+        self.assertLess(abs(rule["ratio"] - 1), 0.01, rule)
+        worse = self.gate("--baseline", "debian", "--candidate", "debian", "--mode", "counted",
+                          "--baseline-conf", REPO / "bench" / "conf" / "small-regression.conf",
+                          "--out", self.tmp / "worse", timeout=1800)
+        self.assertEqual(worse.returncode, 1, worse.stdout[-3000:] + worse.stderr[-3000:])
+        self.assertRegex(worse.stdout.strip().splitlines()[-1], r"^gate: REGRESSION")
+        rule = self.rule(self.tmp / "worse", "osd_instructions_per_op")
+        self.assertEqual(rule["verdict"], "regression")
+        self.assertGreater(rule["ci"][0], 1.0)
+        self.assertLess(rule["ratio"], 1.05)  # small: a few percent, not a broken side
+        self.assertEqual(our_daemons(), [])
+
+    @staticmethod
+    def rule(out: Path, metric: str) -> dict:
+        rep = json.loads((out / "report.json").read_text())
+        [rule] = [r for r in rep["judgement"]["rules"] if r["metric"] == metric]
+        return rule
+
     def test_three_osds_one_round_per_side(self):
         """The three-OSD variant: a size-3 pool over three OSDs, one native round per side."""
         r = self.gate("--baseline", "debian", "--candidate", "debian", "--variant", "three-osds", "--rounds", "1",
