@@ -58,6 +58,11 @@ def clean_build(root: Root, dsc: Path, kind: str, build_env: dict, new: Path) ->
     log(f"{'resumed' if resuming else 'clean'} build of {dsc.name}: dpkg-buildpackage {' '.join(args)}, "
         f"DEB_BUILD_OPTIONS=\"{build_env['DEB_BUILD_OPTIONS']}\"; whole log: {new / 'build.log'}")
     tree.mkdir(exist_ok=True)
+    if resuming:
+        # The script removes what was written in the build's last minutes;
+        # when its build step had finished (dh's stamp), dh would skip that
+        # step and install what is gone: without the stamp, make makes it again.
+        (tree / "src" / "debian" / "debhelper-build-stamp").unlink(missing_ok=True)
     # a resumed build's log follows the earlier part: blhc judges every compile line
     with open(new / "build.log", "a" if resuming else "w") as logf:
         build_in_root(root, BUILD, {"DSC": str(dsc), "OUT": str(new), "ARGS": " ".join(args),

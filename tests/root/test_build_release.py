@@ -14,6 +14,21 @@ from tests.helpers import REPO, scratch_dir
 
 MAKEFILE_GOOD = "hello: hello.c\n\t$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o hello hello.c\n"
 MAKEFILE_BAD = "hello: hello.c\n\t$(CC) -O2 -o hello hello.c\n"
+# The program in a CMake-like obj-*/bin, and an install that stops until the
+# test lets it go on (a build interrupted after its build step).
+MAKEFILE_IN_OBJ = """\
+obj-x86_64-linux-gnu/bin/hello: hello.c
+\tmkdir -p obj-x86_64-linux-gnu/bin
+\t$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o obj-x86_64-linux-gnu/bin/hello hello.c
+"""
+RULES_INSTALL_STOPS = """\
+#!/usr/bin/make -f
+%:
+\tdh $@
+override_dh_auto_install:
+\ttest -f go-on || { echo "ceph-perf-hello: stopped before the install"; exit 1; }
+\tinstall -D obj-x86_64-linux-gnu/bin/hello debian/ceph-perf-hello/usr/bin/ceph-perf-hello
+"""
 # Two objects in a CMake-like obj-* directory, then a link that stops until
 # the test lets it go on (a build interrupted between compile and link).
 MAKEFILE_STOPS = """\
@@ -28,9 +43,10 @@ $(O)/%.o: %.c
 
 
 def fixture_dsc(dest: Path, makefile: str, rules: str = "#!/usr/bin/make -f\n%:\n\tdh $@\n",
-                extra: dict | None = None) -> Path:
+                extra: dict | None = None, compat: int = 13) -> Path:
     """A native source package building one C program with `makefile`,
-    debian/rules `rules` and the `extra` files (name: text); its .dsc."""
+    debian/rules `rules`, the `extra` files (name: text) and debhelper's
+    `compat` level (Ceph's packaging is at 11); its .dsc."""
     src = dest / "ceph-perf-hello-1.0"
     (src / "debian" / "source").mkdir(parents=True)
     (src / "hello.c").write_text('#include <stdio.h>\nint main(void) { char b[16]; snprintf(b, sizeof b, "%s", "hi");'
@@ -45,7 +61,7 @@ def fixture_dsc(dest: Path, makefile: str, rules: str = "#!/usr/bin/make -f\n%:\
             Section: misc
             Priority: optional
             Maintainer: ceph-perf developers <ceph-perf@example.org>
-            Build-Depends: debhelper-compat (= 13)
+            Build-Depends: debhelper-compat (= COMPAT)
             Standards-Version: 4.7.0
             Rules-Requires-Root: no
 
@@ -75,7 +91,7 @@ def fixture_dsc(dest: Path, makefile: str, rules: str = "#!/usr/bin/make -f\n%:\
         "source/format": "3.0 (native)\n",
     }
     for name, text in files.items():
-        (src / "debian" / name).write_text(textwrap.dedent(text))
+        (src / "debian" / name).write_text(textwrap.dedent(text).replace("COMPAT", str(compat)))
     (src / "debian" / "rules").chmod(0o755)
     subprocess.run(["dpkg-source", "-b", src.name], cwd=dest, check=True, capture_output=True)
     return dest / "ceph-perf-hello_1.0.dsc"
@@ -124,6 +140,24 @@ class BuildReleaseTest(unittest.TestCase):
         self.assertEqual(log.count("-c -o obj-x86_64-linux-gnu/hello.o hello.c"), 1)
         self.assertIn("ceph-perf-hello_1.0_amd64.deb", {f.name for f in out.iterdir()})
         self.assertFalse((out / "tree").exists())  # the kept tree goes once the build is done
+
+    def test_a_build_stopped_after_its_build_step_makes_again_what_it_drops(self):
+        """Stopped in the binary step: the resumed run removes the outputs of
+        its last minutes, the program among them, and the build step makes
+        them again before they are installed."""
+        dsc = fixture_dsc(self.tmp / "src", MAKEFILE_IN_OBJ, RULES_INSTALL_STOPS, compat=11)
+        r, out = self.build_dsc(dsc)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr[-3000:])
+        self.assertIn("ceph-perf-hello: stopped before the install", r.stderr)
+        tree = out.with_name(".out.new") / "tree" / "src"
+        self.assertTrue((tree / "debian" / "debhelper-build-stamp").is_file())  # the build step had finished
+        (tree / "go-on").touch()
+        r, out = self.build_dsc(dsc)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr[-3000:])
+        log = (out / "build.log").read_text()
+        self.assertIn("1 output(s) of its last 10 minutes are made again", log)
+        self.assertEqual(log.count("-o obj-x86_64-linux-gnu/bin/hello hello.c"), 2)
+        self.assertIn("ceph-perf-hello_1.0_amd64.deb", {f.name for f in out.iterdir()})
 
     def test_a_clean_build_passes_blhc_and_lintian(self):
         r, out = self.build(MAKEFILE_GOOD)
