@@ -1,0 +1,103 @@
+"""Pool and OSD administration of a bench cluster, as an operator does it
+(ceph CLI, run-time options, a PG split carried out by ceph-mgr, an OSD
+restart), for ci/rados-model-test's steps; each waits for its effect."""
+from __future__ import annotations
+
+import json
+import time
+
+from .cluster import Cluster
+from .record import NodeError
+
+# how often a wait polls the cluster
+POLL_SECONDS = 1
+
+
+def wait_until(what: str, seconds: float, check, cluster: Cluster):
+    """check()'s first true value, polled while the cluster's daemons stay alive; fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        cluster.check_alive()
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise NodeError(f"{what}: not within {seconds} s")
+        time.sleep(POLL_SECONDS)
+
+
+def ceph_json(cluster: Cluster, *args) -> dict | list:
+    return json.loads(cluster.ceph(*args, "--format", "json").stdout)
+
+
+def set_osd_option(cluster: Cluster, key: str, value: str) -> None:
+    """At run time, as an operator would; the OSD must report it back."""
+    cluster.ceph("tell", "osd.0", "config", "set", key, value)
+    got = ceph_json(cluster, "tell", "osd.0", "config", "get", key)
+    if str(got.get(key)) != value:
+        raise NodeError(f"osd.0 did not take {key} = {value}: {got}")
+
+
+def autoscale_off(cluster: Cluster, pool: str) -> None:
+    # pg_num changes only when this test makes them
+    cluster.ceph("osd", "pool", "set", pool, "pg_autoscale_mode", "off")
+
+
+def make_pool(cluster: Cluster, name: str, pgs: int) -> None:
+    cluster.ceph("osd", "pool", "create", name, str(pgs), str(pgs), "replicated")
+    cluster.ceph("osd", "pool", "set", name, "size", "1", "--yes-i-really-mean-it")
+    cluster.ceph("osd", "pool", "application", "enable", name, "rados")
+    autoscale_off(cluster, name)
+
+
+def pool_pgs(cluster: Cluster, pool: str) -> tuple[int, list[str]]:
+    """The pool's pg_num in the OSD map, and its PGs' states as the mgr has them from the OSD."""
+    pools = ceph_json(cluster, "osd", "pool", "ls", "detail")
+    pg_num = next(p["pg_num"] for p in pools if p["pool_name"] == pool)
+    listing = ceph_json(cluster, "pg", "ls-by-pool", pool)
+    return pg_num, [pg["state"] for pg in listing.get("pg_stats", [])]
+
+
+def osd_pg_count(cluster: Cluster) -> int:
+    return ceph_json(cluster, "tell", "osd.0", "perf", "dump", "osd")["osd"]["numpg"]
+
+
+def split_pool(cluster: Cluster, pool: str, conf: dict) -> dict:
+    """Raise the pool's pg_num and wait until the split really happened."""
+    before, _ = pool_pgs(cluster, pool)
+    target = conf["pg_num"]
+    if target <= before:
+        raise NodeError(f"[split] pg_num = {target}: the pool already has {before} PGs; a split needs more")
+    osd_before = osd_pg_count(cluster)
+    cluster.ceph("osd", "pool", "set", pool, "pg_num", str(target))
+
+    def split_done():
+        pg_num, states = pool_pgs(cluster, pool)
+        return (pg_num == target and len(states) == target and all("active" in s for s in states)
+                and osd_pg_count(cluster) >= osd_before + target - before)
+
+    wait_until(f"the split of pool {pool} from {before} to {target} PGs (by ceph-mgr)", conf["seconds"],
+               split_done, cluster)
+    return {"pg_num_from": before, "pg_num_to": target, "osd_pgs_from": osd_before, "osd_pgs_to": osd_pg_count(cluster)}
+
+
+def osd_up_from(cluster: Cluster) -> int:
+    """The OSD map epoch osd.0 came up in, 0 while it is down."""
+    osd = next(o for o in ceph_json(cluster, "osd", "dump")["osds"] if o["osd"] == 0)
+    return osd["up_from"] if osd["up"] else 0
+
+
+def restart_osd(cluster: Cluster, seconds: int) -> dict:
+    """Stop the OSD and start it again; done when the mon has it up again, booted anew."""
+    up_from = osd_up_from(cluster)
+    status = cluster.stop_osd()
+    if status != 0:
+        raise NodeError(f"osd.0 exited with status {status} when stopped: {cluster.cause()}")
+    cluster.start_osd()
+
+    def booted_again() -> int:
+        epoch = osd_up_from(cluster)
+        return epoch if epoch > up_from else 0
+
+    return {"up_from": up_from, "up_again_from": wait_until("osd.0 up again after its restart", seconds,
+                                                            booted_again, cluster)}
