@@ -30,7 +30,7 @@ def ceph_json(cluster: Cluster, *args) -> dict | list:
     return json.loads(cluster.ceph(*args, "--format", "json").stdout)
 
 
-def set_osd_option(cluster: Cluster, key: str, value: str) -> None:
+def tell_osd_option(cluster: Cluster, key: str, value: str) -> None:
     """At run time, as an operator would; the OSD must report it back."""
     cluster.ceph("tell", "osd.0", "config", "set", key, value)
     got = ceph_json(cluster, "tell", "osd.0", "config", "get", key)

@@ -43,7 +43,7 @@ EXIT_WAIT = 180  # a refused mount must end the daemon well within this
 OWN_SECTION = "osd.0"
 
 
-def set_osd_option(cluster: Cluster, key: str, value: str) -> None:
+def write_own_section_option(cluster: Cluster, key: str, value: str) -> None:
     """Rewrite one option in osd.0's own section of ceph.conf (the next OSD start reads it)."""
     text = re.sub(rf"^{key} = .*\n", "", cluster.conf.read_text(), flags=re.M)
     header = f"[{OWN_SECTION}]\n"
@@ -147,7 +147,7 @@ def mocked_osd(spec: NodeSpec, state: Path, steps: list) -> None:
         line = expect_refusal(cluster, cluster.start_osd(), r"ran with bluestore_io_mock.*cannot be mounted again",
                               "restart with the option set")
         steps.append(f"restart with the option set: refused, exit non-zero; log: {line[line.find('this OSD'):][:160]}")
-        set_osd_option(cluster, "bluestore_io_mock", "false")
+        write_own_section_option(cluster, "bluestore_io_mock", "false")
         expect_refusal(cluster, cluster.start_osd(), r"ran with bluestore_io_mock", "restart with the option off")
         steps.append("restart with the option off: refused the same way")
         steps.append(refused_without_the_label(cluster))
@@ -162,13 +162,13 @@ def osd_with_data(spec: NodeSpec, state: Path, steps: list) -> None:
         objects = Objects(cluster, state)
         objects.write("real")
         earlier = list(objects.sums)
-        set_osd_option(cluster, "bluestore_io_mock", "true")
+        write_own_section_option(cluster, "bluestore_io_mock", "true")
         cluster.stop_osd()
         expect_refusal(cluster, cluster.start_osd(), r"bluestore_io_mock refused.*bluestore_io_mock_force",
                        "switching on for an OSD with data")
         steps.append(f"OSD holding {len(earlier)} objects: switching the mode on is refused "
                      "(names bluestore_io_mock_force)")
-        set_osd_option(cluster, "bluestore_io_mock_force", "true")
+        write_own_section_option(cluster, "bluestore_io_mock_force", "true")
         cluster.start_osd()
         n = objects.verify("forced: earlier objects", earlier)  # a read blocks until the PG is active
         if "bluestore_io_mock is ON" not in osd_log(cluster):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .checks import install_candidate, installed_version
 from .cluster import Cluster
-from .cluster_admin import POLL_SECONDS, set_osd_option, autoscale_off, make_pool, split_pool, restart_osd
+from .cluster_admin import POLL_SECONDS, tell_osd_option, autoscale_off, make_pool, split_pool, restart_osd
 from .model_workloads import OmapModel, TestRados, pool_ioctx
 from .record import NodeError, recorded
 from .shell import log, sh
@@ -133,7 +133,7 @@ def omap_step(cluster: Cluster, workload: dict, steps: Steps, rng: random.Random
     conf = workload["omap"]
     with steps.step("omap model with DeleteRange forced") as entry:
         make_pool(cluster, OMAP_POOL, conf["pool_pgs"])
-        set_osd_option(cluster, "rocksdb_delete_range_threshold", "0")
+        tell_osd_option(cluster, "rocksdb_delete_range_threshold", "0")
         with pool_ioctx(cluster, OMAP_POOL, conf["op_timeout"]) as ioctx:
             model = OmapModel(cluster, ioctx, conf, rng)
             model.create()
