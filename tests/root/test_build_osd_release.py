@@ -2,7 +2,9 @@
 (debian/rules configures obj-x86_64-linux-gnu/ with the flags of its own
 environment and build profiles, then makes legacy-option-headers and
 ceph-osd): its ceph-osd is compiled with exactly the command the release
-build (ci/build-release) compiles it with."""
+build (ci/build-release) compiles it with, the build date included (the
+bundled RocksDB, configured at make time, stamps SOURCE_DATE_EPOCH into
+ceph-osd: the fixture puts it on the compile command)."""
 import os
 import subprocess
 import tempfile
@@ -40,7 +42,7 @@ legacy-option-headers:
 ceph-osd: bin/ceph-osd
 bin/ceph-osd: ../hello.c
 \tmkdir -p bin
-\t$(CC) $(CFLAGS) $(LDFLAGS) -o bin/ceph-osd ../hello.c
+\t$(CC) $(CFLAGS) $(LDFLAGS) -DBUILD_DATE=$(SOURCE_DATE_EPOCH) -o bin/ceph-osd ../hello.c
 \tcp bin/ceph-osd ../hello
 """
 COMPILE = "-o bin/ceph-osd ../hello.c"
@@ -77,6 +79,7 @@ class BuildOsdReleaseTest(unittest.TestCase):
         self.assertIn("-DFROM_RULES", built)
         self.assertIn("-DPROFILE_NOPGO", built)
         self.assertIn("-fstack-protector-strong", built)
+        self.assertRegex(released, r"-DBUILD_DATE=\d+ ")  # the changelog's, from dpkg-buildpackage
         self.assertEqual(built, released)
         self.assertEqual(subprocess.run([self.tmp / "osd" / "ceph-osd"], capture_output=True,
                                         text=True, timeout=30).stdout, "hi\n")

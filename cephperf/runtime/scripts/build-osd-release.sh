@@ -37,6 +37,12 @@ fi
 # debian/rules exports this under PGO (its comment says why); make runs
 # outside debian/rules here
 export CCACHE_DISABLE=1
+# dpkg-buildpackage exports the changelog's date to everything the release
+# build runs; make runs outside it here, and the bundled RocksDB is
+# configured at make time and stamps that date into ceph-osd
+# (rocksdb_build_date), so without it the .rodata differs from the release's
+export SOURCE_DATE_EPOCH
+SOURCE_DATE_EPOCH=$(dpkg-parsechangelog -STimestamp)
 # the targets and order of debian/rules' override_dh_auto_build; VERBOSE as
 # dh_auto_build makes it, so the log shows each compile command
 nice -n 10 make -C "$B" -j"$JOBS" VERBOSE=1 legacy-option-headers
