@@ -48,19 +48,26 @@ class RadosModelTest(unittest.TestCase):
         self.assertIn("fsck success", r.stderr)
         self.assertFalse((self.out / "log").exists(), "a pass keeps no logs")
 
-    def test_insert_hint_with_delete_range_fails_naming_the_dead_osd(self):
+    def test_insert_hint_with_delete_range_fails_naming_the_harm(self):
         r = run_stage("rados-model-test", "--stock", "--ops", SMOKE_OPS, "--osd-conf", BROKEN, "--out", self.out,
                       timeout=RUN_SECONDS)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr[-4000:])
         error = r.stderr.split("error: ", 1)[-1]
-        self.assertTrue(error.startswith("rados model test failed: omap model with DeleteRange forced: osd.0 died"),
-                        error[:2000])
-        self.assertIn("two consecutive TryAgain in WriteBatch handler", error)
-        self.assertIn("FAILED ceph_assert", error)
-        self.assertIn("OSD aborted", error)
+        phase = "rados model test failed: omap model with DeleteRange forced: "
+        self.assertTrue(error.startswith(phase), error[:2000])
+        harm = error[len(phase):]
+        if harm.startswith("osd.0 died"):
+            self.assertIn("two consecutive TryAgain in WriteBatch handler", error)
+            self.assertIn("FAILED ceph_assert", error)
+            self.assertIn("OSD aborted", error)
+            self.assertTrue((self.out / "log" / "cluster" / "osd.0.log").exists(), "the failure keeps the OSD's log")
+        else:
+            # The same bug, before any abort, loses keys and keeps removed
+            # ones (seen 2026-11-26: 16 keys missing, 57 that should be gone
+            # after 1,000 ops); the model's read-back names them.
+            self.assertRegex(harm, r"^read-back \d+ of \d+: the omap of \S+ differs from the model", error[:2000])
         result = json.loads((self.out / "result.json").read_text())
         self.assertFalse(result["ok"])
-        self.assertTrue((self.out / "log" / "cluster" / "osd.0.log").exists(), "the failure keeps the OSD's log")
 
     def test_bad_arguments_get_one_line_and_exit_2(self):
         bad_conf = Path(self.tmp.name) / "bad.conf"
