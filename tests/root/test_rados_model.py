@@ -60,7 +60,6 @@ class RadosModelTest(unittest.TestCase):
             self.assertIn("two consecutive TryAgain in WriteBatch handler", error)
             self.assertIn("FAILED ceph_assert", error)
             self.assertIn("OSD aborted", error)
-            self.assertTrue((self.out / "log" / "cluster" / "osd.0.log").exists(), "the failure keeps the OSD's log")
         else:
             # The same bug, before any abort, loses keys and keeps removed
             # ones (seen 2026-11-26: 16 keys missing, 57 that should be gone
@@ -68,6 +67,7 @@ class RadosModelTest(unittest.TestCase):
             self.assertRegex(harm, r"^read-back \d+ of \d+: the omap of \S+ differs from the model", error[:2000])
         result = json.loads((self.out / "result.json").read_text())
         self.assertFalse(result["ok"])
+        self.assertTrue((self.out / "log" / "cluster" / "osd.0.log").exists(), "the failure keeps the OSD's log")
 
     def test_bad_arguments_get_one_line_and_exit_2(self):
         bad_conf = Path(self.tmp.name) / "bad.conf"
