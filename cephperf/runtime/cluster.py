@@ -287,6 +287,16 @@ OSD_METADATA_KEPT = ("ceph_version", "osd_objectstore", "bluestore_bdev_type", "
                      "mem_total_kb", "osd_data")
 
 
+# The lines of an OSD's log that say why it died; its crash dump repeats them.
+# A signal's name may have spaces in it: "Caught signal (Segmentation fault)".
+ABORT_LINE = re.compile(r"rocksdb: submit_common error: .*|FAILED ceph_assert.*|Caught signal \([^)]*\)")
+
+
+def abort_lines(log_text: str) -> list[str]:
+    """Each distinct line of ABORT_LINE in a log, in order, without RocksDB's error code."""
+    return list(dict.fromkeys(m.group(0).split(" code =")[0].strip() for m in ABORT_LINE.finditer(log_text)))
+
+
 def cause(tail40: list[str], tail15: list[str]) -> str:
     """Why a daemon stopped, read from its log's last lines: full, aborted, or just stopped."""
     tail = "\n".join(tail40)

@@ -24,14 +24,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import random
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from .checks import install_candidate, installed_version
-from .cluster import Cluster
+from .cluster import Cluster, abort_lines
 from .cluster_admin import POLL_SECONDS, tell_osd_option, autoscale_off, make_pool, split_pool, restart_osd
 from .model_workloads import OmapModel, TestRados, pool_ioctx
 from .record import NodeError, recorded
@@ -40,9 +39,6 @@ from .spec import NodeSpec
 
 POOL = "bench"  # the cluster's own pool, where ceph_test_rados runs
 OMAP_POOL = "omap"
-# how often a wait looks again; each wait has its own deadline
-# the lines of an OSD's log that say why it aborted (its crash dump repeats them)
-ABORT_LINE = re.compile(r"rocksdb: submit_common error: .*|FAILED ceph_assert.*|Caught signal \(\w+\)")
 
 
 class NotExercised(NodeError):
@@ -83,9 +79,8 @@ def abort_summary(cluster: Cluster) -> str:
     log_file = cluster.state / "log" / "osd.0.log"
     with open(log_file, "rb") as f:
         f.seek(max(0, log_file.stat().st_size - (4 << 20)))
-        text = f.read().decode(errors="replace")
-    found = dict.fromkeys(m.group(0).split(" code =")[0].strip() for m in ABORT_LINE.finditer(text))
-    return f"osd.0 died ({' | '.join(list(found)[:4])}); " if found else ""
+        found = abort_lines(f.read().decode(errors="replace"))
+    return f"osd.0 died ({' | '.join(found[:4])}); " if found else ""
 
 
 def test_rados_step(cluster: Cluster, workload: dict, steps: Steps) -> None:

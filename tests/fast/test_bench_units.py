@@ -11,7 +11,7 @@ from cephperf.bench.functions import tables
 from cephperf.bench.paired import judge_paired
 from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
-from cephperf.runtime.cluster import Cluster, cause
+from cephperf.runtime.cluster import Cluster, abort_lines, cause
 from cephperf.runtime.instrument import estimated_cycles, function_name, parse_annotation, totals, wrap
 from cephperf.runtime.fio import FioWatch, parse_fio
 from cephperf.runtime.fio_rbd import job_args
@@ -270,6 +270,22 @@ class CauseTest(unittest.TestCase):
 
     def test_stopped(self):
         self.assertTrue(cause(["shutdown"], []).startswith("OSD stopped"))
+
+    def test_abort_lines_name_the_error_the_assert_and_any_signal(self):
+        # Both ends of RocksDB 7.9's insert-hint bug with DeleteRange, as OSD
+        # logs had them: the assert after TryAgain, and a segfault in the write.
+        aborted = ("rocksdb: submit_common error: Corruption: two consecutive TryAgain in WriteBatch handler; "
+                   "this is not expected code = 2 Rocksdb transaction:\n"
+                   "./src/os/bluestore/BlueStore.cc: 12345: FAILED ceph_assert(r == 0)\n"
+                   "*** Caught signal (Aborted) **\n in thread 7f00 thread_name:bstore_kv_sync\n"
+                   " -1> ... FAILED ceph_assert(r == 0)\n")
+        self.assertEqual(abort_lines(aborted), [
+            "rocksdb: submit_common error: Corruption: two consecutive TryAgain in WriteBatch handler; "
+            "this is not expected", "FAILED ceph_assert(r == 0)", "Caught signal (Aborted)"])
+        segfault = ("*** Caught signal (Segmentation fault) **\n in thread 7f00 thread_name:bstore_kv_sync\n"
+                    " 7: (rocksdb::WriteBatchInternal::Iterate(rocksdb::WriteBatch const*, ...)+0x65a)\n")
+        self.assertEqual(abort_lines(segfault), ["Caught signal (Segmentation fault)"])
+        self.assertEqual(abort_lines("osd.0 up\nshutdown\n"), [])
 
 
 class ReportTest(unittest.TestCase):
