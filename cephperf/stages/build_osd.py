@@ -6,9 +6,10 @@ or (--release) ceph-osd alone built exactly as the release builds it.
 
 A long job (about 55 minutes on 2 cores with a cold ccache, minutes warm),
 so everything lives in the persistent cache and a re-run resumes:
-  $CEPH_PERF_CACHE/builds/osd/src/     snapshot of the assembled tree (rsync,
-                                       mtimes kept, so unchanged files do not
-                                       rebuild; the work tree may change meanwhile)
+  $CEPH_PERF_CACHE/builds/osd/src/     snapshot of the assembled tree (rsync
+                                       by content, so only files whose bytes
+                                       changed rebuild; the work tree may
+                                       change meanwhile)
   $CEPH_PERF_CACHE/builds/osd/build/   the ninja build directory
   $CEPH_PERF_CACHE/ccache/             compiler cache
   $CEPH_PERF_CACHE/builds/osd/out/     ceph-osd (unstripped) + stamp.json
@@ -43,11 +44,24 @@ from cephperf.stage import produce
 BUILD = paths.RUNTIME / "scripts" / "build-osd.sh"
 
 
+def sync_by_content(tree: Path, dest: Path) -> None:
+    """Make dest the tree (quilt's .pc/ aside), touching only files whose bytes differ.
+
+    Every assembly of the tree applies the whole series again, so each file a
+    patch touches comes out with a new mtime even when its bytes are those
+    of the last build; with mtimes copied, adding one patch rebuilt all that
+    includes any patched header. Compared by checksum and without -t, a file
+    whose bytes changed gets the time of the sync (newer than its objects)
+    and an unchanged one keeps the time it was built with."""
+    run(["rsync", "-rlpgoD", "--checksum", "--delete", "--exclude=/.pc", f"{tree}/", f"{dest}/"],
+        "syncing the tree")
+
+
 def build(tree: Path, tree_key: str, targets: str, jobs: int, new: Path) -> dict:
     work = paths.osd_build()
     (work / "build").mkdir(parents=True, exist_ok=True)
     log(f"syncing the tree into {work / 'src'}")
-    run(["rsync", "-a", "--delete", "--exclude=/.pc", f"{tree}/", f"{work / 'src'}/"], "syncing the tree")
+    sync_by_content(tree, work / "src")
     t0 = time.monotonic()
     rc = Root("build", tree).run(["bash", str(BUILD)], env={"WORK": str(work), "MINIMAL": str(paths.OSD_MINIMAL),
                                                             "JOBS": str(jobs), "TARGETS": targets})

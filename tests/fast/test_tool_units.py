@@ -1,13 +1,16 @@
 """Pure functions of the build side on fixtures: judging compile commands
 (check-flags), and turning a compile database entry into the patch-level
-checks' commands (patch_tests_helper, which runs inside the build root)."""
+checks' commands (patch_tests_helper, which runs inside the build root),
+and the development build's sync of the assembled tree."""
 import json
+import os
 import tempfile
 import unittest
 from pathlib import Path
 
 from cephperf.packaging.flags import judge_case, staged_runpath_problems, static_common_problems
 from cephperf.runtime.patch_tests_helper import command_for, load_database, retarget
+from cephperf.stages.build_osd import sync_by_content
 
 GOOD = "-g -O2 -fstack-protector-strong -D_FORTIFY_SOURCE=2 -DNDEBUG"
 
@@ -184,3 +187,30 @@ class PatchTestsHelperTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SyncByContentTest(unittest.TestCase):
+    """ci/build-osd's sync: a tree assembled again gives every patched file a
+    new mtime; only a file whose bytes changed may look newer to ninja."""
+
+    def test_only_changed_bytes_get_a_new_mtime(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tree, dest = Path(tmp) / "tree", Path(tmp) / "dest"
+            (tree / "src" / "include").mkdir(parents=True)
+            (tree / ".pc").mkdir()
+            for name, text in (("header.h", "struct a;\n"), ("unit.cc", "int f();\n"), ("gone.cc", "\n")):
+                (tree / "src" / "include" / name).write_text(text)
+            sync_by_content(tree, dest)
+            built = 1_700_000_000  # as if ninja had built from these long ago
+            for f in (dest / "src" / "include").iterdir():
+                os.utime(f, (built, built))
+            # assembled again: every file rewritten, one with new bytes, one removed
+            (tree / "src" / "include" / "header.h").write_text("struct a;\n")
+            (tree / "src" / "include" / "unit.cc").write_text("int f(int);\n")
+            (tree / "src" / "include" / "gone.cc").unlink()
+            sync_by_content(tree, dest)
+            self.assertEqual((dest / "src" / "include" / "header.h").stat().st_mtime, built)
+            self.assertGreater((dest / "src" / "include" / "unit.cc").stat().st_mtime, built)
+            self.assertEqual((dest / "src" / "include" / "unit.cc").read_text(), "int f(int);\n")
+            self.assertFalse((dest / "src" / "include" / "gone.cc").exists())
+            self.assertFalse((dest / ".pc").exists())
