@@ -17,7 +17,9 @@ so everything lives in the persistent cache and a re-run resumes:
 Flags are the release ones our debian/rules gives: dpkg-buildflags with
 hardening, RelWithDebInfo with -DNDEBUG, the release guard; the tree is the
 minimal one of cmake/osd-minimal.cmake. `bench/gate --candidate DIR` takes
-the out/ directory as a development build laid over Debian's packages.
+the out/ directory as a development build laid over Debian's packages, with
+`--candidate-conf bench/conf/debian-plugin-dirs.conf` (the build has CMake's
+default prefix, so it would look for plugins under /usr/local).
 
 --release builds ceph-osd from the release's source package (FILE, default
 ci/build-debs --source-only's, the .dsc ci/release builds) with the
