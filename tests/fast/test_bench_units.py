@@ -11,7 +11,8 @@ from cephperf.bench.functions import tables
 from cephperf.bench.paired import judge_paired
 from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
-from cephperf.runtime.cluster import Cluster, abort_lines, cause
+from cephperf.runtime.cluster import Cluster
+from cephperf.runtime.daemon_log import abort_lines, cause
 from cephperf.runtime.instrument import estimated_cycles, function_name, parse_annotation, totals, wrap
 from cephperf.runtime.fio import FioWatch, parse_fio
 from cephperf.runtime.fio_rbd import job_args
