@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 
 from . import instrument
-from .daemon_log import cause
+from .daemon_log import cause, exit_status
 from .osd_stats import cpu_list, placement_plan
 from .record import NodeError
 from .shell import log, sh
@@ -133,11 +133,14 @@ class Cluster:
     def callgrind_out(self) -> Path:
         return self.state / "callgrind.out"
 
-    def stop_osd(self) -> int:
-        """Stop osd.0; its exit status (not 0: it failed on its way down)."""
+    def stop_osd(self) -> None:
+        """Stop osd.0, which must exit 0: any other end is a failure on its way
+        down (a crash in shutdown's last flush, an assert in umount)."""
         proc = self.procs.pop("osd.0")
         proc.terminate()
-        return proc.wait(timeout=120)
+        status = proc.wait(timeout=120)
+        if status != 0:
+            raise NodeError(f"osd.0 exited with {exit_status(status)} when stopped: {self.cause()}")
 
     def osd_pid(self) -> int:
         return self.procs["osd.0"].pid
@@ -150,11 +153,19 @@ class Cluster:
         sh("ceph-authtool", "--create-keyring", s / "mon.keyring", "--gen-key", "-n", "mon.", "--cap", "mon", "allow *")
         sh("ceph-mon", "-c", self.conf, "--mkfs", "-i", "a", "--monmap", s / "monmap", "--keyring", s / "mon.keyring")
         self.start("mon.a", ["ceph-mon", "-c", self.conf, "-i", "a", "-f"])
-        # Blocks until the mon answers (bounded by the timeout).
-        self.ceph("--connect-timeout", "60", "mon", "stat", timeout=90)
+        self.wait_for_mon()
         if self.spec.mgr:  # only what reads health checks from the OSD needs one
             (s / "mgr" / "ceph-x").mkdir(parents=True, exist_ok=True)
             self.start("mgr.x", ["ceph-mgr", "-c", self.conf, "-i", "x", "-f"])
+
+    def wait_for_mon(self):
+        """Block until the mon answers (bounded); a mon dead at start (ENOSPC:
+        daemon_log.ERRNO_EXITS) is named with its exit status, not a timeout."""
+        try:
+            self.ceph("--connect-timeout", "60", "mon", "stat", timeout=90)
+        except NodeError:
+            self.check_alive()
+            raise
 
     def make_osd(self):
         if self.spec.osds > 1 and self.spec.instrument:
@@ -215,7 +226,7 @@ class Cluster:
     def check_alive(self):
         for name, p in self.procs.items():
             if p.poll() is not None:
-                raise NodeError(f"{name} exited with status {p.returncode}: {self.cause(name)}")
+                raise NodeError(f"{name} exited with {exit_status(p.returncode)}: {self.cause(name)}")
 
     def log_tail(self, name, n=15):
         lines = []
@@ -227,7 +238,7 @@ class Cluster:
         return lines[-n:]
 
     def cause(self, name="osd.0"):
-        return cause(self.log_tail(name, 40), self.log_tail(name, 15))
+        return cause(self.log_tail(name, 40), self.log_tail(name, 15), name)
 
     def down(self):
         # A mount goes first: detached, it never waits on the daemons it

@@ -1,6 +1,7 @@
 """The bench's pure functions on fixtures: what a side runs, the round spec
 (the node contract), rados bench's summary, the completion-path counters,
-the cause of a stopped OSD, and the Markdown report."""
+how a daemon ended (its log, its status), and the Markdown report."""
+import subprocess
 import tempfile
 import unittest
 from pathlib import Path
@@ -12,7 +13,7 @@ from cephperf.bench.paired import judge_paired
 from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
 from cephperf.runtime.cluster import Cluster
-from cephperf.runtime.daemon_log import abort_lines, cause
+from cephperf.runtime.daemon_log import abort_lines, cause, exit_status
 from cephperf.runtime.instrument import estimated_cycles, function_name, parse_annotation, totals, wrap
 from cephperf.runtime.fio import FioWatch, parse_fio
 from cephperf.runtime.fio_rbd import job_args
@@ -287,6 +288,56 @@ class CauseTest(unittest.TestCase):
                     " 7: (rocksdb::WriteBatchInternal::Iterate(rocksdb::WriteBatch const*, ...)+0x65a)\n")
         self.assertEqual(abort_lines(segfault), ["Caught signal (Segmentation fault)"])
         self.assertEqual(abort_lines("osd.0 up\nshutdown\n"), [])
+
+
+class DaemonEndTest(unittest.TestCase):
+    """A daemon that is gone is named with how it ended, not reported as a timeout."""
+
+    def ended(self, tmp, name, status):
+        cluster = Cluster(NodeSpec(state_dir=tmp, port=1, v1_port=2))
+        (Path(tmp) / "log").mkdir(parents=True)
+        proc = subprocess.Popen(["sh", "-c", f"exit {status}"])
+        proc.wait(timeout=30)
+        cluster.procs[name] = proc
+        return cluster
+
+    def test_exit_status_in_words(self):
+        self.assertEqual(exit_status(-11), "signal SIGSEGV")
+        self.assertEqual(exit_status(28), "status 28 (ENOSPC: No space left on device)")
+        self.assertEqual(exit_status(1), "status 1")
+        self.assertEqual(exit_status(0), "status 0")
+
+    def test_a_mon_dead_at_start_is_named_with_its_status(self):
+        # ceph-mon exits 28 below mon_data_avail_crit before its log is flushed;
+        # all `mon stat` can say is that it timed out.
+        with tempfile.TemporaryDirectory() as tmp:
+            cluster = self.ended(tmp, "mon.a", 28)
+
+            def timed_out(*args, **kwargs):
+                raise NodeError("ceph ... mon stat failed (exit 1): timed out")
+            cluster.ceph = timed_out
+            with self.assertRaisesRegex(NodeError, r"^mon\.a exited with status 28 \(ENOSPC.*: mon\.a stopped"):
+                cluster.wait_for_mon()
+
+    def test_a_live_mon_that_does_not_answer_is_a_timeout(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            cluster = Cluster(NodeSpec(state_dir=tmp, port=1, v1_port=2))
+            cluster.procs["mon.a"] = subprocess.Popen(["sleep", "30"])
+            try:
+                def timed_out(*args, **kwargs):
+                    raise NodeError("mon stat: timed out")
+                cluster.ceph = timed_out
+                with self.assertRaisesRegex(NodeError, "^mon stat: timed out$"):
+                    cluster.wait_for_mon()
+            finally:
+                cluster.procs["mon.a"].kill()
+                cluster.procs["mon.a"].wait(timeout=30)
+
+    def test_an_osd_that_fails_on_its_way_down_fails_the_stop(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaisesRegex(NodeError, r"^osd\.0 exited with status 3 when stopped: OSD stopped"):
+                self.ended(tmp, "osd.0", 3).stop_osd()
+            self.assertIsNone(self.ended(tmp + "/clean", "osd.0", 0).stop_osd())
 
 
 class ReportTest(unittest.TestCase):
