@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import statistics
+from collections import Counter
 
 from . import functions
 
@@ -96,11 +97,23 @@ def window_text(rep: dict) -> str:
     return f" a {warmup} s warm-up before each window," if warmup else ""
 
 
+ROUND_KIND = {"native": "native", "callgrind": "instruction-counted"}
+
+
+def rounds_text(rep: dict) -> str:
+    """How many rounds each side ran, by mode, from the records: the saved
+    --rounds is the native count, which a counted-only run never used."""
+    per_mode = Counter(r.get("mode", "native") for r in rep["records"] if r.get("side") == "baseline")
+    if not per_mode:
+        return f"{rep['rounds']} round(s) per side"
+    return " and ".join(f"{n} {ROUND_KIND.get(mode, mode)}" for mode, n in per_mode.items()) + " round(s) per side"
+
+
 def markdown(rep: dict) -> str:
     j = rep["judgement"]
     lines = [f"# Performance gate: {rep['verdict'].upper()}", "",
              f"Profile `{rep['profile']}` ({rep['description']}), variant `{rep['variant']}`, "
-             f"{rep['rounds']} round(s) per side in ABBA order,{window_text(rep)} a fresh OSD every round.", "",
+             f"{rounds_text(rep)} in ABBA order,{window_text(rep)} a fresh OSD every round.", "",
              side_line(rep, "baseline"), side_line(rep, "candidate"), "", *rules_table(j), "",
              *functions.markdown(rep.get("functions", {})), *findings_lines(rep), *environment_lines(rep)]
     lines += ["", "## Every metric (medians)", "", "| metric | baseline | candidate | ratio |", "|---|---|---|---|"]

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from .checks import install_candidate, installed_version
 from .cluster import Cluster
-from .daemon_log import abort_lines
 from .cluster_admin import POLL_SECONDS, tell_osd_option, autoscale_off, make_pool, split_pool, restart_osd
+from .daemon_log import abort_lines
 from .model_workloads import OmapModel, TestRados, pool_ioctx
 from .record import NodeError, recorded
 from .shell import log, sh

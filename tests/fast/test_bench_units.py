@@ -358,6 +358,19 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| IOPS | 1,001 | 501 | 0.500 |", md)
         self.assertIn("| 6 | candidate | native | 502 |", md)  # rounds in order, alternating
         self.assertIn("| ceph-osd instructions/op | lower | 1% | 0 | - | - | - | not measured |", md)
+        self.assertIn("variant `defaults`, 3 native round(s) per side in ABBA order", md)
+
+    def test_markdown_counts_the_rounds_each_mode_ran(self):
+        # --rounds (native, default 4) is saved even when only counted rounds ran
+        records = [{"round": 2 * i + 1 + k, "pair": i + 1, "side": side, "mode": "callgrind",
+                    "osd_instructions_per_op": ins}
+                   for i in range(5) for k, (side, ins) in enumerate((("baseline", 215_000.0), ("candidate", 214_000.0)))]
+        rep = {"verdict": "gain", "profile": "4k-write", "description": "4 KiB writes", "variant": "defaults",
+               "rounds": 4, "sides": {"baseline": {"source": "a"}, "candidate": {"source": "b"}},
+               "judgement": judge_paired(records, load_toml(RULES / "default.toml")), "records": records}
+        self.assertIn("variant `defaults`, 5 instruction-counted round(s) per side in ABBA order", markdown(rep))
+        rep["records"] += [{**r, "mode": "native", "round": r["round"] + 10} for r in records[:4]]
+        self.assertIn("5 instruction-counted and 2 native round(s) per side", markdown(rep))
 
 
 if __name__ == "__main__":
