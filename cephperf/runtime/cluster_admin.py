@@ -8,6 +8,7 @@ import time
 
 from .cluster import Cluster
 from .record import NodeError
+from .shell import sh
 
 # how often a wait polls the cluster
 POLL_SECONDS = 1
@@ -79,6 +80,17 @@ def split_pool(cluster: Cluster, pool: str, conf: dict) -> dict:
     wait_until(f"the split of pool {pool} from {before} to {target} PGs (by ceph-mgr)", conf["seconds"],
                split_done, cluster)
     return {"pg_num_from": before, "pg_num_to": target, "osd_pgs_from": osd_before, "osd_pgs_to": osd_pg_count(cluster)}
+
+
+def admin(cluster: Cluster, *args) -> str:
+    """An admin socket command of osd.0; its output."""
+    return sh("ceph", "--admin-daemon", cluster.state / "run" / "osd.0.asok", *args, timeout=60).stdout
+
+
+def newest_map(cluster: Cluster) -> int:
+    """The newest osdmap epoch osd.0 holds (each one it stores is two new
+    objects: the full and the incremental map)."""
+    return json.loads(admin(cluster, "status"))["newest_map"]
 
 
 def osd_up_from(cluster: Cluster) -> int:

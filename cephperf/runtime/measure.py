@@ -21,13 +21,9 @@ from . import diagnostics, instrument
 from .osd_stats import (allowed_cpus, cpu_list, cpu_seconds, peak_rss_kib, perf_counts, placement_problem,
                         queue_report, thread_cpu, thread_report, threads_placement)
 from .cluster import Cluster
+from .cluster_admin import admin, newest_map
 from .shell import log, sh
 from .record import NodeError
-
-
-def admin(cluster: Cluster, *args) -> str:
-    """An admin socket command of osd.0; its output."""
-    return sh("ceph", "--admin-daemon", cluster.state / "run" / "osd.0.asok", *args, timeout=60).stdout
 
 
 def perf_dump(cluster: Cluster) -> dict:
@@ -161,7 +157,7 @@ def settled_osdmap(cluster: Cluster, seconds: int = 60) -> None:
         cluster.check_alive()
         # no sleep: each `ceph osd dump` round trip (a client start-up) paces the poll
         dump = json.loads(cluster.ceph("osd", "dump", "--format", "json").stdout)
-        newest = json.loads(admin(cluster, "status"))["newest_map"]
+        newest = newest_map(cluster)
         if newest >= dump["epoch"] and not any("creating" in p.get("flags_names", "") for p in dump["pools"]):
             return
     raise NodeError(f"the osdmap did not settle within {seconds} s (a pool still being created, or osd.0 "

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from .checks import Objects, candidate_check_main
 from .cluster import Cluster
-from .measure import admin
+from .cluster_admin import newest_map
 from .record import NodeError
 from .shell import sh
 from .spec import NodeSpec
@@ -80,13 +80,6 @@ def onode_counters(cluster: Cluster) -> tuple[int, int]:
     return dump["onode_hits"], dump["onode_misses"]
 
 
-def newest_map(cluster: Cluster) -> int:
-    """The newest osdmap epoch osd.0 holds. Each new epoch it stores is two
-    new objects (the full and the incremental map), two onode cache misses
-    that the counters cannot tell from a test's own."""
-    return json.loads(admin(cluster, "status"))["newest_map"]
-
-
 def set_options(cluster: Cluster, cache_absent: bool, self_check: bool) -> None:
     for key, value in (("bluestore_onode_cache_absent", cache_absent),
                        ("bluestore_onode_key_self_check", self_check)):
@@ -106,7 +99,8 @@ def one_round(cluster: Cluster, store: Store, tag: str, cache_absent: bool, self
         store.missing("repeated reads of a missing object", f"{tag}-never")
     hits1, misses1, epoch1 = *onode_counters(cluster), newest_map(cluster)
     misses, hits = misses1 - misses0, hits1 - hits0
-    # The first read misses, one more is slack; each osdmap epoch stored meanwhile adds two.
+    # The first read misses, one more is slack; each osdmap epoch the OSD stores
+    # meanwhile adds two misses the counters cannot tell from the test's own.
     if cache_absent and misses > 2 + 2 * (epoch1 - epoch0):
         raise NodeError(f"{setting}: {READS} reads of one missing object missed the onode cache "
                         f"{misses} times ({epoch1 - epoch0} new osdmap epoch(s) meanwhile); an absent "

@@ -88,7 +88,7 @@ class SettledOsdmapTest(unittest.TestCase):
                 return Done(json.dumps(dumps.pop(0)))
 
         statuses = iter(newest)
-        patcher = unittest.mock.patch.object(measure, "admin", lambda c, *a: json.dumps({"newest_map": next(statuses)}))
+        patcher = unittest.mock.patch.object(measure, "newest_map", lambda c: next(statuses))
         patcher.start()
         self.addCleanup(patcher.stop)
         return FakeCluster()
