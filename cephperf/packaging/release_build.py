@@ -26,6 +26,8 @@ from .roots import Root
 from .source_tree import assembled_tree
 
 BUILD = paths.RUNTIME / "scripts" / "build-release.sh"
+# sourced by BUILD (and by ci/build-osd --release's script): the kept tree
+KEPT_TREE_SCRIPT = paths.RUNTIME / "scripts" / "kept-tree.sh"
 LINTIAN = paths.RUNTIME / "scripts" / "lintian.sh"
 BLHC_RULES = paths.CMAKE / "blhc.toml"
 # Where the release is built inside the root: fixed, as GCC names each
@@ -35,7 +37,7 @@ BUILD_PATH = Path("/build/ceph-perf")
 # done: a build of the same inputs that stopped goes on in it.
 KEPT_TREE = "tree"
 # A resumed build makes again every output written in this many minutes
-# before its tree's newest file (runtime/scripts/build-release.sh says why).
+# before its tree's newest file (runtime/scripts/kept-tree.sh says why).
 REDO_MINUTES = 10
 LTO_RULES = paths.CMAKE / "lto-warnings.toml"
 
@@ -189,7 +191,7 @@ def built_release(dsc: Path | None, kind: str, environ: dict, jobs: int | None, 
     pgo.require_counts(load_pins(), build_env["DEB_BUILD_PROFILES"])
     # the .dsc holds the checksums of every file it names
     build_key = hash_inputs([("dsc", dsc), ("profile", kind), ("environment", what_is_built(build_env)),
-                             ("script", BUILD)])
+                             ("script", BUILD), ("kept tree", KEPT_TREE_SCRIPT)])
     # what only the checks read: a change re-judges the build, it does not redo it
     checks_key = hash_inputs([("lintian", LINTIAN), ("blhc", BLHC_RULES), ("lto", LTO_RULES)])
     key = hash_inputs([("build", build_key), ("checks", checks_key)])

@@ -18,7 +18,7 @@ from ..stage import produce
 from . import pgo
 from .buildlog import build_in_root
 from .dpkg_build import build_environment, what_is_built
-from .release_build import BUILD_PATH, KEPT_TREE, REDO_MINUTES, default_dsc
+from .release_build import BUILD_PATH, KEPT_TREE, KEPT_TREE_SCRIPT, REDO_MINUTES, default_dsc
 from .roots import Root
 from .source_tree import assembled_tree
 
@@ -55,7 +55,8 @@ def release_equivalent_osd(dsc: Path | None, environ: dict, jobs: int | None, ou
         raise StageError(f"{dsc}: no such source package", EXIT_ERROR)
     build_env = build_environment(environ, "osd-only", jobs)
     pgo.require_counts(load_pins(), build_env["DEB_BUILD_PROFILES"])
-    key = hash_inputs([("dsc", dsc), ("environment", what_is_built(build_env)), ("script", BUILD)])
+    key = hash_inputs([("dsc", dsc), ("environment", what_is_built(build_env)), ("script", BUILD),
+                       ("kept tree", KEPT_TREE_SCRIPT)])
     produce(out, key, lambda new: build(dsc, build_env, new), resumable=True,
             valid=lambda stamp: (out / "ceph-osd").is_file())
     return out

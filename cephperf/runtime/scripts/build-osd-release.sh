@@ -4,30 +4,11 @@
 # release's source package, at the release's fixed path, with the release's
 # DEB_BUILD_OPTIONS and DEB_BUILD_PROFILES (so with LTO and the pinned PGO
 # counts): the release build without the other targets and the packaging.
-# /build/ceph-perf is the stage's kept tree (in the persistent cache): a
-# build of the same inputs that stopped goes on in it.
+# /build/ceph-perf is the stage's kept tree (kept-tree.sh).
 set -eu
 export DEB_BUILD_OPTIONS DEB_BUILD_PROFILES
-cd /build/ceph-perf
-if [ -f .unpacked ]; then
-  # As in build-release.sh: an output being written when the build stopped
-  # may be cut short yet newer than its inputs; those written in the last
-  # $REDO_MINUTES minutes before the tree's newest file are made again.
-  newest=$(find src/obj-* -type f -printf '%T@\n' 2>/dev/null | sort -n | tail -n 1)
-  dropped=0
-  if [ -n "$newest" ]; then
-    since=$(( ${newest%.*} - REDO_MINUTES * 60 ))
-    dropped=$(find src/obj-* -type f \( -name '*.o' -o -name '*.a' -o -name '*.so' -o -name '*.so.*' \
-      -o -path '*/bin/*' \) -newermt "@$since" -print -delete | wc -l)
-  fi
-  echo "ceph-perf: resuming in the kept tree; $dropped output(s) of its last $REDO_MINUTES minutes are made again"
-else
-  find . -mindepth 1 -delete
-  cp -p "$DSC" "$(dirname "$DSC")"/*.tar.* .
-  dpkg-source -x "$(basename "$DSC")" src
-  touch .unpacked
-fi
-cd src
+. "$(dirname "$0")/kept-tree.sh"
+enter_kept_tree
 B=obj-$(dpkg-architecture -qDEB_HOST_GNU_TYPE)
 if [ ! -f "$B/.ceph-perf-configured" ]; then
   # the release's configure, with the environment dpkg-buildpackage gives it
