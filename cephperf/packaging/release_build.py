@@ -75,14 +75,22 @@ def clean_build(root: Root, dsc: Path, kind: str, build_env: dict, new: Path) ->
     shutil.rmtree(tree)
 
 
+def judged_warnings(found: list, rules: Path, report: Path, what: str) -> tuple[dict, str]:
+    """The warnings `found` judged against the exceptions of `rules`, written
+    to `report`; each explained group logged as `what`. Returns the verdict
+    and the first unexplained ones, shown one a line."""
+    verdict = blhc.judge(found, load_toml(rules).get("exception", []))
+    write_atomic(report, json.dumps(verdict, indent=2) + "\n")
+    for reason, n in verdict["explained"].items():
+        log(f"{what}: {n} explained: {reason}")
+    return verdict, "\n  ".join(line[:300] for line in verdict["unexplained"][:10])
+
+
 def check_log(new: Path) -> dict:
     """blhc on the build log against cmake/blhc.toml; fails on an unexplained warning."""
-    verdict = blhc.judge(blhc.warnings(blhc.run_blhc(new / "build.log")), load_toml(BLHC_RULES).get("exception", []))
-    write_atomic(new / "blhc.json", json.dumps(verdict, indent=2) + "\n")
-    for reason, n in verdict["explained"].items():
-        log(f"blhc: {n} warning(s) explained: {reason}")
+    verdict, shown = judged_warnings(blhc.warnings(blhc.run_blhc(new / "build.log")), BLHC_RULES,
+                                     new / "blhc.json", "blhc warnings")
     if verdict["unexplained"]:
-        shown = "\n  ".join(line[:300] for line in verdict["unexplained"][:10])
         raise StageError(f"blhc: {len(verdict['unexplained'])} warning(s) of build.log not explained by "
                          f"{BLHC_RULES} (all in {new / 'blhc.json'}):\n  {shown}", EXIT_FAIL)
     return verdict["explained"]
@@ -90,12 +98,9 @@ def check_log(new: Path) -> dict:
 
 def check_lto_warnings(new: Path) -> dict:
     """GCC's ODR warnings in the log, against cmake/lto-warnings.toml; fails on an unexplained one."""
-    verdict = blhc.judge(lto_warnings(new / "build.log"), load_toml(LTO_RULES).get("exception", []))
-    write_atomic(new / "lto-warnings.json", json.dumps(verdict, indent=2) + "\n")
-    for reason, n in verdict["explained"].items():
-        log(f"LTO: {n} ODR warning(s) explained: {reason}")
+    verdict, shown = judged_warnings(lto_warnings(new / "build.log"), LTO_RULES, new / "lto-warnings.json",
+                                     "LTO ODR warnings")
     if verdict["unexplained"]:
-        shown = "\n  ".join(line[:300] for line in verdict["unexplained"][:10])
         raise StageError(f"{len(verdict['unexplained'])} -Wodr/-Wlto-type-mismatch warning(s) in build.log not "
                          f"explained by {LTO_RULES} (line numbers of {new / 'build.log'}; all in "
                          f"{new / 'lto-warnings.json'}): a One Definition Rule violation under LTO can miscompile "
