@@ -13,9 +13,12 @@ COLOURS = {"baseline": "#1f77b4", "candidate": "#d62728"}
 LABELS = {"osd_instructions_per_op": "ceph-osd instructions/op", "osd_est_cycles_per_op": "ceph-osd est. cycles/op",
           "iops": "IOPS", "osd_cpu_us_per_op": "ceph-osd CPU µs/op", "bandwidth_mb_s": "MB/s",
           "lat_avg_s": "avg latency (s)", "osd_cycles_per_op": "ceph-osd cycles/op",
-          "osd_peak_rss_mib": "ceph-osd peak RSS (MiB)", "lat_max_s": "max latency (s)"}
+          "osd_peak_rss_mib": "ceph-osd peak RSS (MiB)", "lat_max_s": "max latency (s)",
+          "osd_cpu_loop_units_per_op": "ceph-osd CPU/op in loop-probe units",
+          "osd_cpu_copy_units_per_op": "ceph-osd CPU/op in copy-probe units"}
 SHOWN = ("iops", "bandwidth_mb_s", "lat_avg_s", "lat_max_s", "osd_cpu_us_per_op", "osd_cycles_per_op",
-         "osd_peak_rss_mib", "osd_instructions_per_op", "osd_est_cycles_per_op")
+         "osd_peak_rss_mib", "osd_instructions_per_op", "osd_est_cycles_per_op", "osd_cpu_loop_units_per_op",
+         "osd_cpu_copy_units_per_op")
 
 
 def fmt(v) -> str:

@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import diagnostics, instrument
+from . import core_probe, diagnostics, instrument
 from .osd_stats import (allowed_cpus, cpu_list, cpu_seconds, peak_rss_kib, perf_counts, placement_problem,
                         queue_report, thread_cpu, thread_report, threads_placement)
 from .cluster import Cluster
@@ -175,12 +175,15 @@ def measured(cluster: Cluster, bench, mode: str) -> dict:
     # the counter dumps are taken outside the CPU window: the OSD's work to
     # format them is not the benchmark's
     dump0 = perf_dump(cluster)
+    # pinned: the OSD's core's speed on either side of the window (core_probe.py says why)
+    speed0 = core_probe.probe(cluster.placement["osd"]) if cluster.placement else None
     cpu0 = sum(map(cpu_seconds, cluster.osd_pids()))
     threads0, t0 = thread_cpu(pid), time.monotonic()
     rec = bench()
     threads = thread_report(threads0, thread_cpu(pid), time.monotonic() - t0)
     # every OSD's CPU: with several, a write's replicas cost CPU in the others
     cpu, ops = sum(map(cpu_seconds, cluster.osd_pids())) - cpu0, rec.get("ops") or 0
+    speed1 = core_probe.probe(cluster.placement["osd"]) if cluster.placement else None
     dump1 = perf_dump(cluster)
     if cluster.spec.threads:
         rec["threads"] = threads
@@ -192,6 +195,11 @@ def measured(cluster: Cluster, bench, mode: str) -> dict:
                                              threads)
     rec.update(osd_cpu_seconds=round(cpu, 3), osd_cpu_us_per_op=round(cpu / ops * 1e6, 3) if ops else None,
                osd_peak_rss_mib=round((peak_rss_kib(pid) or 0) / 1024, 1))
+    if speed0:
+        rec["core_probe"] = {"before": speed0, "after": speed1}
+        rec.update({f"osd_cpu_{kind}_units_per_op":
+                    core_probe.per_op_in_units(rec["osd_cpu_us_per_op"], speed0, speed1, f"{kind}_ns")
+                    for kind in ("loop", "copy")})
     if perf_output(cluster):
         rec.update(perf_counts(perf_output(cluster), ops))
     rec["cpu_placement"] = placement(cluster)

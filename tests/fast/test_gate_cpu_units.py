@@ -15,7 +15,7 @@ from cephperf.bench.paired import judge_paired, paired_interval
 from cephperf.bench.report import markdown, placement_text
 from cephperf.bench.rounds import load_profile, round_spec
 from cephperf.common import StageError, load_toml
-from cephperf.runtime import measure
+from cephperf.runtime import core_probe, measure
 from cephperf.runtime.cluster import Cluster
 from cephperf.runtime.osd_stats import cpu_list, parse_cpu_list, placement_plan, placement_problem
 from cephperf.runtime.record import NodeError
@@ -29,6 +29,36 @@ PINNING = {"osd": [1], "others": [0]}
 def gate_args(**given) -> argparse.Namespace:
     return argparse.Namespace(**{"mode": None, "rounds": None, "counted_rounds": DEFAULT_PAIRS, "rules": None,
                                  "variant": "cpu", **given})
+
+
+class CoreProbeTest(unittest.TestCase):
+    def test_a_slower_core_cancels_out_of_the_cpu_per_op_in_probe_units(self):
+        quick = {"loop_ns": 2_000_000.0, "copy_ns": 1_000_000.0}
+        slow = {k: v * 1.3 for k, v in quick.items()}
+        # the same work per op, timed on a core 30% slower: 30% more CPU per op
+        same = core_probe.per_op_in_units(70.0, quick, quick, "loop_ns")
+        self.assertAlmostEqual(core_probe.per_op_in_units(91.0, slow, slow, "loop_ns"), same, places=3)
+        self.assertAlmostEqual(same, 70.0 * 1000 / 2_000_000, places=4)
+        # the speed is the mean of the probes before and after the window
+        self.assertAlmostEqual(core_probe.per_op_in_units(80.0, quick, slow, "copy_ns"), 80_000 / 1_150_000, places=4)
+        self.assertIsNone(core_probe.per_op_in_units(None, quick, quick, "loop_ns"))
+
+    def test_the_probe_runs_on_the_cpus_asked_for_and_moves_back(self):
+        import os
+        home = os.sched_getaffinity(0)
+        target = {max(home)}
+        seen = []
+        real_timed = core_probe.timed
+
+        def timed_where(unit, *args):
+            seen.append(os.sched_getaffinity(0))
+            return real_timed(unit, *args)
+        with unittest.mock.patch.object(core_probe, "timed", timed_where):
+            got = core_probe.probe(target)
+        self.assertEqual(seen, [target, target])
+        self.assertEqual(os.sched_getaffinity(0), home)
+        self.assertGreater(got["loop_ns"], 0)
+        self.assertGreater(got["copy_ns"], 0)
 
 
 class PlacementPlanTest(unittest.TestCase):

@@ -48,6 +48,10 @@ class GateCpuTest(unittest.TestCase):
                                                     "osd_threads_last_ran_on": {"osd.0": "1"}})
             self.assertTrue(rec["io_mock"])
             self.assertGreater(rec["osd_cpu_us_per_op"], 0)
+            # the core's speed, probed on the OSD's CPU on either side of the window
+            self.assertEqual(set(rec["core_probe"]), {"before", "after"})
+            self.assertGreater(rec["osd_cpu_loop_units_per_op"], 0)
+            self.assertGreater(rec["osd_cpu_copy_units_per_op"], 0)
         self.assertIn("CPU placement, baseline: osd.0 on CPU 1", (self.tmp / "out" / "report.md").read_text())
         self.assertEqual(our_daemons(), [])
         self.assertEqual(run_mounts(), [])
