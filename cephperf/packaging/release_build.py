@@ -1,7 +1,8 @@
 """The release build: the source package built whole in a throwaway overlay
 of the build root, as Debian's buildds build an upload, then judged (blhc,
 LTO's ODR warnings, PGO's coverage mismatches, lintian). ci/build-release
-runs it; ci/pgo-train builds its instrumented packages the same way.
+runs it; ci/pgo-train builds its instrumented packages the same way, judged
+without lintian (they are never shipped).
 
 The build takes hours and its checks minutes: a build that stopped goes on
 in its kept tree, an output whose build finished but whose checks failed or

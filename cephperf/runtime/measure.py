@@ -175,15 +175,17 @@ def measured(cluster: Cluster, bench, mode: str) -> dict:
     # the counter dumps are taken outside the CPU window: the OSD's work to
     # format them is not the benchmark's
     dump0 = perf_dump(cluster)
+    def osds_cpu() -> float:
+        return sum(map(cpu_seconds, cluster.osd_pids()))
     # pinned: the OSD's core's speed on either side of the window (core_probe.py says why)
-    speed0 = core_probe.probe(cluster.placement["osd"]) if cluster.placement else None
-    cpu0 = sum(map(cpu_seconds, cluster.osd_pids()))
+    speed0 = core_probe.probe(cluster.placement["osd"], osds_cpu) if cluster.placement else None
+    cpu0 = osds_cpu()
     threads0, t0 = thread_cpu(pid), time.monotonic()
     rec = bench()
     threads = thread_report(threads0, thread_cpu(pid), time.monotonic() - t0)
     # every OSD's CPU: with several, a write's replicas cost CPU in the others
-    cpu, ops = sum(map(cpu_seconds, cluster.osd_pids())) - cpu0, rec.get("ops") or 0
-    speed1 = core_probe.probe(cluster.placement["osd"]) if cluster.placement else None
+    cpu, ops = osds_cpu() - cpu0, rec.get("ops") or 0
+    speed1 = core_probe.probe(cluster.placement["osd"], osds_cpu) if cluster.placement else None
     dump1 = perf_dump(cluster)
     if cluster.spec.threads:
         rec["threads"] = threads

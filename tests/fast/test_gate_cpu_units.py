@@ -53,12 +53,24 @@ class CoreProbeTest(unittest.TestCase):
         def timed_where(unit, *args):
             seen.append(os.sched_getaffinity(0))
             return real_timed(unit, *args)
+        osd_cpu = iter([10.0, 10.0025])
         with unittest.mock.patch.object(core_probe, "timed", timed_where):
-            got = core_probe.probe(target)
+            got = core_probe.probe(target, lambda: next(osd_cpu))
         self.assertEqual(seen, [target, target])
         self.assertEqual(os.sched_getaffinity(0), home)
         self.assertGreater(got["loop_ns"], 0)
         self.assertGreater(got["copy_ns"], 0)
+        self.assertEqual(got["osd_cpu_ms"], 2.5)  # the OSD's CPU over the probe
+
+    def test_the_probe_moves_back_when_it_fails(self):
+        import os
+        home = os.sched_getaffinity(0)
+
+        def failing(unit, *args):
+            raise RuntimeError("interrupted")
+        with unittest.mock.patch.object(core_probe, "timed", failing), self.assertRaises(RuntimeError):
+            core_probe.probe({max(home)}, lambda: 0.0)
+        self.assertEqual(os.sched_getaffinity(0), home)
 
 
 class PlacementPlanTest(unittest.TestCase):
