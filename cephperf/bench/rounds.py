@@ -25,7 +25,7 @@ def load_profile(name: str, variant: str) -> dict:
     variants = load_toml(paths.PROFILES / "variants.toml")
     if variant not in variants:
         raise StageError(f"no variant {variant!r} in bench/profiles/variants.toml; known: {', '.join(variants)}", EXIT_ERROR)
-    var = variants[variant]
+    var = resolve_variant(variants, variant)
     if var.get("writes_only") and prof["bench"]["mode"] != "write":
         raise StageError(f"variant {variant!r} only writes (reads of mocked objects hang); "
                          f"profile {name!r} reads: choose a write profile", EXIT_ERROR)
@@ -44,6 +44,26 @@ def load_profile(name: str, variant: str) -> dict:
     return prof
 
 
+def resolve_variant(variants: dict, name: str, seen: tuple = ()) -> dict:
+    """A variant's settings, over those of the variant it `extends` (tables
+    merged key by key), so that a variant names only what it changes."""
+    var = dict(variants[name])
+    base = var.pop("extends", None)
+    if base is None:
+        return var
+    if base not in variants or base in seen + (name,):
+        why = "no such variant" if base not in variants else "a cycle"
+        raise StageError(f"bench/profiles/variants.toml: [{name}] extends {base!r}: {why}", EXIT_ERROR)
+    return merged(resolve_variant(variants, base, seen + (name,)), var)
+
+
+def merged(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
 def apply_native_settings(prof: dict, var: dict, variant: str) -> None:
     """What a variant sets beyond ceph.conf (bench/profiles/variants.toml):
     bench.KEY over the profile's [bench] (the window's length), a native
@@ -55,6 +75,7 @@ def apply_native_settings(prof: dict, var: dict, variant: str) -> None:
         raise StageError(f"variant {variant!r} warms up with rados bench before the window; profile "
                          f"{prof['name']!r} runs {prof['bench']['tool']}: choose a rados write profile", EXIT_ERROR)
     prof["cpu_pinning"] = dict(var.get("cpu_pinning", {}))
+    prof["poll_idle"] = bool(var.get("poll_idle"))
     prof["rules"] = var.get("rules")
     prof["default_mode"] = var.get("mode")
     prof["pairs"] = var.get("pairs")
@@ -170,6 +191,8 @@ def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int
         device_gib=prof["device"]["size_gib"], osds=prof.get("osds", 1), conf=conf, bench=bench,
         runtime_conf=prof.get("runtime_conf", {}), io_mock=prof.get("io_mock", False),
         cpu_pinning=prof.get("cpu_pinning", {}),
+        # counted rounds: callgrind runs the OSD's threads one at a time whatever the CPUs do
+        poll_idle=prof.get("poll_idle", False) and not counted,
         osd_binary=side.get("osd_binary"), ld_library_path=side.get("ld_library_path"),
         debs=debs, apt_line=side.get("apt_line"), stall_seconds=max(stall, COUNTED_STALL_SECONDS) if counted else stall,
         perf=not counted, progress=progress, instrument="callgrind" if counted else None,

@@ -15,6 +15,7 @@ import os
 import signal
 import re
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -219,9 +220,20 @@ class Cluster:
         for k, v in self.spec.runtime_conf.get("osd", {}).items():
             self.ceph("tell", "osd.0", "config", "set", k, conf_value(v))
             log(f"osd.0: {k} = {v} set at run time")
+        if self.spec.poll_idle:
+            self.start_poll_idle()
         osds = "osd.0" if self.spec.osds == 1 else f"osd.0-{self.spec.osds - 1}, pool size {self.spec.osds}"
         log(f"cluster up: mon v2 127.0.0.1:{self.spec.port}, {osds} ({self.osd_bin}), "
             f"{self.spec.device_gib} GiB device{'s' if self.spec.osds > 1 else ''}")
+
+    def start_poll_idle(self):
+        """A SCHED_IDLE busy loop on every CPU this round may use (the node's
+        and the OSD's), kept in self.procs: check_alive watches them and
+        down() ends them with the daemons."""
+        cpus = set(os.sched_getaffinity(0)) | (self.placement["osd"] if self.placement else set())
+        for cpu in sorted(cpus):
+            self.start(f"poll-idle.{cpu}", [sys.executable, "-m", "cephperf.runtime.poll_idle", cpu])
+        log(f"idle polling on CPU(s) {cpu_list(cpus)}")
 
     def check_alive(self):
         for name, p in self.procs.items():

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from . import core_probe, diagnostics, instrument
 from .osd_stats import (allowed_cpus, cpu_list, cpu_seconds, peak_rss_kib, perf_counts, placement_problem,
-                        queue_report, thread_cpu, thread_report, threads_placement)
+                        queue_report, thread_cpu, thread_report, threads_placement, context_switches,
+                        switches_per_op)
 from .cluster import Cluster
 from .cluster_admin import admin, newest_map
 from .shell import log, sh
@@ -180,8 +181,12 @@ def measured(cluster: Cluster, bench, mode: str) -> dict:
     # pinned: the OSD's core's speed on either side of the window (core_probe.py says why)
     speed0 = core_probe.probe(cluster.placement["osd"], osds_cpu) if cluster.placement else None
     cpu0 = osds_cpu()
+    polls0 = poll_idle_cpu(cluster)
     threads0, t0 = thread_cpu(pid), time.monotonic()
+    switches0 = context_switches(pid)
     rec = bench()
+    switches1 = context_switches(pid)
+    polls1 = poll_idle_cpu(cluster)
     threads = thread_report(threads0, thread_cpu(pid), time.monotonic() - t0)
     # every OSD's CPU: with several, a write's replicas cost CPU in the others
     cpu, ops = osds_cpu() - cpu0, rec.get("ops") or 0
@@ -196,7 +201,12 @@ def measured(cluster: Cluster, bench, mode: str) -> dict:
     rec["diagnostics"] = diagnostics.collect(dump0, dump1, json.loads(admin(cluster, "config", "diff")), device,
                                              threads)
     rec.update(osd_cpu_seconds=round(cpu, 3), osd_cpu_us_per_op=round(cpu / ops * 1e6, 3) if ops else None,
-               osd_peak_rss_mib=round((peak_rss_kib(pid) or 0) / 1024, 1))
+               osd_peak_rss_mib=round((peak_rss_kib(pid) or 0) / 1024, 1),
+               osd_context_switches_per_op=switches_per_op(switches0, switches1, ops))
+    if polls0:
+        # each loop's share of the window: the time its CPU had nothing else to run
+        rec["poll_idle_cpu_percent"] = {name: round(100 * (polls1[name] - polls0[name]) / threads["seconds"], 1)
+                                        for name in polls0}
     if speed0:
         rec["core_probe"] = {"before": speed0, "after": speed1}
         rec.update({f"osd_cpu_{kind}_units_per_op":
@@ -209,6 +219,11 @@ def measured(cluster: Cluster, bench, mode: str) -> dict:
     return rec
 
 
+def poll_idle_cpu(cluster: Cluster) -> dict:
+    """CPU seconds of each idle-polling loop (NodeSpec.poll_idle), by name."""
+    return {name: cpu_seconds(p.pid) for name, p in cluster.procs.items() if name.startswith("poll-idle.")}
+
+
 def placement(cluster: Cluster) -> dict:
     """Where the OSDs' threads, the mon and the window's client could run, as
     read from /proc at the window's end, and where the OSDs' threads last
@@ -216,7 +231,9 @@ def placement(cluster: Cluster) -> dict:
     op would be compared with pinned rounds'."""
     seen = {name: threads_placement(cluster.procs[name].pid) for name in cluster.osd_names()}
     allowed = {name: cpus for name, (cpus, _) in seen.items()}
-    allowed.update({name: allowed_cpus(p.pid) for name, p in cluster.procs.items() if not name.startswith("osd.")})
+    # the idle-polling loops sit on every CPU by design (Cluster.start_poll_idle), the OSD's too
+    allowed.update({name: allowed_cpus(p.pid) for name, p in cluster.procs.items()
+                    if not name.startswith(("osd.", "poll-idle."))})
     if cluster.client_cpus is not None:
         allowed["client"] = cluster.client_cpus
     problem = placement_problem(cluster.placement, allowed) if cluster.placement else None

@@ -32,6 +32,30 @@ def thread_cpu(pid: int) -> dict:
     return out
 
 
+def context_switches(pid: int) -> dict:
+    """Context switches over all of a process's threads, voluntary (the
+    thread blocked: a wait on a queue, a lock, a socket) and involuntary
+    (preempted), from each task's status. On a core shared by all of the
+    OSD's threads, how many hand-offs an op takes is part of its CPU cost."""
+    totals = {"voluntary": 0, "involuntary": 0}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            status = task.joinpath("status").read_text()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        for kind, key in (("voluntary", "voluntary_ctxt_switches"), ("involuntary", "nonvoluntary_ctxt_switches")):
+            m = re.search(rf"^{key}:\s+(\d+)", status, re.M)
+            totals[kind] += int(m.group(1)) if m else 0
+    return totals
+
+
+def switches_per_op(before: dict, after: dict, ops: int) -> dict | None:
+    """context_switches() read around a window, per completed op."""
+    if not ops:
+        return None
+    return {kind: round((after[kind] - before[kind]) / ops, 3) for kind in before}
+
+
 def peak_rss_kib(pid: int) -> int | None:
     m = re.search(r"VmHWM:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())
     return int(m.group(1)) if m else None

@@ -43,6 +43,9 @@ class NodeSpec:
     # the mon, the mgr, the benchmark client and the node process on the
     # others (cephperf/runtime/osd_stats.py placement_plan). Empty: unpinned.
     cpu_pinning: dict = field(default_factory=dict)
+    # A SCHED_IDLE busy loop on each CPU the round may use, from the cluster's
+    # start to its end (cephperf/runtime/poll_idle.py says why). Native rounds only.
+    poll_idle: bool = False
     perf: bool = False
     threads: bool = False
     progress: bool = False

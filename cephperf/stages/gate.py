@@ -200,7 +200,7 @@ def round_summary(rec: dict) -> str:
 
 def apply_variant_defaults(args, prof: dict) -> Path:
     """--mode and --rounds where not given, and the rules file: the command
-    line's, else the variant's own (the cpu variant: native, 8 pairs,
+    line's, else the variant's own (the cpu variant: native, 16 pairs,
     bench/rules/cpu.toml), else the gate's."""
     args.mode = args.mode or ("native" if prof["native_only"] else prof["default_mode"] or "both")
     args.rounds = args.rounds or prof["pairs"] or DEFAULT_PAIRS
@@ -233,7 +233,8 @@ def ab(args) -> int:
                                         # as round_spec caps it: --seconds shortens the warm-up too
                                         "warmup_seconds": min(prof["warmup_seconds"],
                                                               args.seconds or prof["warmup_seconds"]),
-                                        "cpu_pinning": prof["cpu_pinning"]}}}
+                                        "cpu_pinning": prof["cpu_pinning"],
+                                        "poll_idle": prof["poll_idle"]}}}
     return publish(judge_report(rep, rules, rules_file), out, args.strict, link_latest=args.out is None)
 
 

@@ -1,13 +1,16 @@
 """The bench's pure functions on fixtures: what a side runs, the round spec
 (the node contract), rados bench's summary, the completion-path counters,
 how a daemon ended (its log, its status), and the Markdown report."""
+import os
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
 
 from cephperf.bench.report import markdown
-from cephperf.bench.rounds import COUNTED_CAP_SECONDS, load_profile, parse_source, read_conf_file, round_spec
+from cephperf.bench.rounds import (COUNTED_CAP_SECONDS, load_profile, parse_source, read_conf_file, resolve_variant,
+                                   round_spec)
 from cephperf.bench.functions import tables
 from cephperf.bench.paired import judge_paired
 from cephperf.common import EXIT_ERROR, StageError, load_toml
@@ -18,7 +21,8 @@ from cephperf.runtime.instrument import estimated_cycles, function_name, parse_a
 from cephperf.runtime.fio import FioWatch, parse_fio
 from cephperf.runtime.fio_rbd import job_args
 from cephperf.runtime.measure import parse_summary, with_max_objects
-from cephperf.runtime.osd_stats import counter_delta, queue_report, thread_report
+from cephperf.runtime.osd_stats import (context_switches, counter_delta, queue_report, switches_per_op,
+                                       thread_report)
 from cephperf.runtime.record import NodeError
 from cephperf.runtime.spec import NodeSpec
 
@@ -74,6 +78,32 @@ class ParseSourceTest(unittest.TestCase):
             parse_source(str(self.tmp / "missing"))
         self.assertEqual(e.exception.code, EXIT_ERROR)
         self.assertIn("missing", str(e.exception))
+
+
+class VariantTest(unittest.TestCase):
+    VARIANTS = {"cpu": {"io_mock": True, "pairs": 8, "conf": {"osd": {"a": 1, "b": 2}}},
+                "cpu-x": {"extends": "cpu", "io_mock": False, "conf": {"osd": {"b": 3}}},
+                "cpu-x-y": {"extends": "cpu-x", "poll_idle": True},
+                "loop-a": {"extends": "loop-b"}, "loop-b": {"extends": "loop-a"},
+                "orphan": {"extends": "gone"}}
+
+    def test_a_variant_names_only_what_it_changes(self):
+        self.assertEqual(resolve_variant(self.VARIANTS, "cpu-x-y"),
+                         {"io_mock": False, "pairs": 8, "conf": {"osd": {"a": 1, "b": 3}}, "poll_idle": True})
+        self.assertEqual(self.VARIANTS["cpu"]["conf"], {"osd": {"a": 1, "b": 2}})  # the base is not changed
+
+    def test_a_bad_extends_is_named(self):
+        with self.assertRaisesRegex(StageError, r"variants.toml: \[orphan\] extends 'gone': no such variant"):
+            resolve_variant(self.VARIANTS, "orphan")
+        with self.assertRaisesRegex(StageError, r"extends 'loop-.': a cycle"):
+            resolve_variant(self.VARIANTS, "loop-a")
+
+    def test_the_shipped_cpu_variants_resolve(self):
+        prof = load_profile("4k-write", "cpu-upstream-io-mock")
+        self.assertFalse(prof["io_mock"])
+        self.assertEqual((prof["cpu_pinning"], prof["pairs"], prof["rules"]), ({"osd": [1], "others": [0]}, 16, "cpu"))
+        self.assertEqual(prof["runtime_conf"]["osd"]["bluestore_debug_omit_kv_commit"], True)
+        self.assertEqual(prof["conf"]["osd"]["osd_max_pg_log_entries"], 500)
 
 
 class RoundSpecTest(unittest.TestCase):
@@ -178,6 +208,20 @@ class MeasureTest(unittest.TestCase):
         r = thread_report(before, after, 10.0)
         self.assertEqual(r["busiest"][0]["cpu_percent"], 50.0)
         self.assertEqual(r["by_name"]["tp_osd_tp"], {"threads": 2, "cpu_percent": 60.0, "busiest_thread_percent": 50.0})
+
+    def test_context_switches_count_every_thread_of_the_process(self):
+        # a child whose second thread blocks 500 times: its main thread alone has a few dozen switches at most
+        child = subprocess.Popen([sys.executable, str(Path(__file__).with_name("threads_that_block.py")), "500"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(child.stdout.readline().strip(), "ready")
+            switches = context_switches(child.pid)
+        finally:
+            child.communicate(timeout=30)
+        self.assertGreaterEqual(switches["voluntary"], 500)
+        self.assertEqual(switches_per_op({"voluntary": 10, "involuntary": 2}, {"voluntary": 40, "involuntary": 5}, 10),
+                         {"voluntary": 3.0, "involuntary": 0.3})
+        self.assertIsNone(switches_per_op(switches, switches, 0))
 
 
 # callgrind_annotate --show=Ir --inclusive=no of a stock ceph-osd round (shortened)

@@ -13,7 +13,7 @@ from pathlib import Path
 from cephperf import paths
 from cephperf.bench.paired import judge_paired, paired_interval
 from cephperf.bench.report import markdown, placement_text
-from cephperf.bench.rounds import load_profile, round_spec
+from cephperf.bench.rounds import load_profile, resolve_variant, round_spec
 from cephperf.common import StageError, load_toml
 from cephperf.runtime import core_probe, measure
 from cephperf.runtime.cluster import Cluster
@@ -154,14 +154,16 @@ class CpuVariantTest(unittest.TestCase):
         self.assertTrue(prof["io_mock"])
         spec = round_spec(Path("/s"), prof, {}, {}, None, 20, False)
         self.assertEqual((spec.cpu_pinning, spec.warmup_seconds, spec.bench["seconds"], spec.bench["threads"]),
-                         (PINNING, 15, 45, 16))
+                         (PINNING, 10, 20, 16))
         self.assertTrue(spec.io_mock)
+        self.assertTrue(spec.poll_idle)
         # a shorter --seconds shortens the warm-up too (a smoke run)
         spec = round_spec(Path("/s"), prof, {}, {}, 5, 20, False)
         self.assertEqual((spec.warmup_seconds, spec.bench["seconds"]), (5, 5))
         # counted rounds keep their own [counted] window and warm-up
         spec = round_spec(Path("/s"), prof, {}, {}, None, 20, False, "callgrind")
         self.assertEqual((spec.warmup_seconds, spec.warmup_ops, spec.window_ops), (0, 500, 2000))
+        self.assertFalse(spec.poll_idle)  # callgrind runs the OSD's threads one at a time
 
     def test_the_upstream_io_mock_variant_differs_only_in_its_mechanism(self):
         cpu, upstream = load_profile("4k-write", "cpu"), load_profile("4k-write", "cpu-upstream-io-mock")
@@ -181,7 +183,8 @@ class CpuVariantTest(unittest.TestCase):
             load_profile("rbd-4k-randwrite", "cpu")
 
     def test_every_other_variant_and_profile_runs_as_before(self):
-        variants = [name for name, v in load_toml(paths.PROFILES / "variants.toml").items() if "cpu_pinning" not in v]
+        every = load_toml(paths.PROFILES / "variants.toml")
+        variants = [name for name in every if "cpu_pinning" not in resolve_variant(every, name)]
         self.assertIn("defaults", variants)
         for path in paths.PROFILES.glob("*.toml"):
             if path.stem == "variants":
@@ -192,7 +195,8 @@ class CpuVariantTest(unittest.TestCase):
                 except StageError:
                     continue  # a combination the variant refuses (reads with io-mock)
                 spec = round_spec(Path("/s"), prof, {}, {}, None, 20, False)
-                self.assertEqual((spec.cpu_pinning, spec.warmup_seconds), ({}, 0), (path.stem, variant))
+                self.assertEqual((spec.cpu_pinning, spec.warmup_seconds, spec.poll_idle), ({}, 0, False),
+                                 (path.stem, variant))
                 self.assertEqual(spec.bench["seconds"], load_toml(path)["bench"]["seconds"], (path.stem, variant))
                 args = gate_args(variant=variant)
                 self.assertEqual(apply_variant_defaults(args, prof), DEFAULT_RULES)
@@ -203,7 +207,7 @@ class CpuVariantTest(unittest.TestCase):
         prof = load_profile("4k-write", "cpu")
         args = gate_args()
         self.assertEqual(apply_variant_defaults(args, prof), paths.RULES / "cpu.toml")
-        self.assertEqual((args.mode, args.rounds), ("native", 8))
+        self.assertEqual((args.mode, args.rounds), ("native", 16))
         self.assertEqual([side for _, _, side in plan(args)][:4], ["baseline", "candidate", "candidate", "baseline"])
         args = gate_args(mode="both", rounds=6, rules=Path("x.toml"))
         self.assertEqual(apply_variant_defaults(args, prof), Path("x.toml"))

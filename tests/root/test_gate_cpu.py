@@ -20,6 +20,12 @@ from cephperf.leftovers import our_daemons, run_mounts
 GATE = REPO / "bench" / "gate"
 
 
+def poll_loops() -> list[str]:
+    """Idle-polling loops (cephperf/runtime/poll_idle.py) still running anywhere on the machine."""
+    r = subprocess.run(["pgrep", "-af", "cephperf.runtime.poll_idle"], capture_output=True, text=True)
+    return r.stdout.splitlines()
+
+
 class GateCpuTest(unittest.TestCase):
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="gate-cpu-test-")
@@ -52,8 +58,15 @@ class GateCpuTest(unittest.TestCase):
             self.assertEqual(set(rec["core_probe"]), {"before", "after"})
             self.assertGreater(rec["osd_cpu_loop_units_per_op"], 0)
             self.assertGreater(rec["osd_cpu_copy_units_per_op"], 0)
+            # hand-offs between the OSD's threads
+            self.assertGreater(rec["osd_context_switches_per_op"]["voluntary"], 0)
+            # an idle-polling loop on each CPU, running whenever its CPU had nothing else to
+            self.assertEqual(set(rec["poll_idle_cpu_percent"]), {"poll-idle.0", "poll-idle.1"})
+            self.assertGreater(rec["poll_idle_cpu_percent"]["poll-idle.0"], 0)
         self.assertIn("CPU placement, baseline: osd.0 on CPU 1", (self.tmp / "out" / "report.md").read_text())
+        self.assertIn("idle polling on CPU(s) 0-1", r.stderr)
         self.assertEqual(our_daemons(), [])
+        self.assertEqual(poll_loops(), [], "an idle-polling loop outlived its round")
         self.assertEqual(run_mounts(), [])
 
     def test_a_round_that_cannot_pin_fails_the_gate(self):
