@@ -8,18 +8,16 @@ make sure nothing outlives it.
 """
 from __future__ import annotations
 
-import ctypes
-import errno
 import json
 import os
 import signal
 import re
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
-from . import instrument
+from . import instrument, poll_idle
+from .mounts import unmount
 from .daemon_log import cause, exit_status
 from .osd_stats import cpu_list, placement_plan
 from .record import NodeError
@@ -221,19 +219,10 @@ class Cluster:
             self.ceph("tell", "osd.0", "config", "set", k, conf_value(v))
             log(f"osd.0: {k} = {v} set at run time")
         if self.spec.poll_idle:
-            self.start_poll_idle()
+            poll_idle.start_loops(self)
         osds = "osd.0" if self.spec.osds == 1 else f"osd.0-{self.spec.osds - 1}, pool size {self.spec.osds}"
         log(f"cluster up: mon v2 127.0.0.1:{self.spec.port}, {osds} ({self.osd_bin}), "
             f"{self.spec.device_gib} GiB device{'s' if self.spec.osds > 1 else ''}")
-
-    def start_poll_idle(self):
-        """A SCHED_IDLE busy loop on every CPU this round may use (the node's
-        and the OSD's), kept in self.procs: check_alive watches them and
-        down() ends them with the daemons."""
-        cpus = set(os.sched_getaffinity(0)) | (self.placement["osd"] if self.placement else set())
-        for cpu in sorted(cpus):
-            self.start(f"poll-idle.{cpu}", [sys.executable, "-m", "cephperf.runtime.poll_idle", cpu])
-        log(f"idle polling on CPU(s) {cpu_list(cpus)}")
 
     def check_alive(self):
         for name, p in self.procs.items():
@@ -297,15 +286,6 @@ class Cluster:
         return "full" in dump.get("flags", "") or any("full" in o.get("state", []) for o in dump.get("osds", []))
 
 
-def unmount(mnt: Path) -> None:
-    """Detach a mount (MNT_DETACH). Nothing here touches the file system: a
-    stat of a FUSE mount whose daemon is stuck would block."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.umount2(str(mnt).encode(), MNT_DETACH) != 0 and ctypes.get_errno() != errno.EINVAL:  # EINVAL: not mounted
-        log(f"could not unmount {mnt}: {os.strerror(ctypes.get_errno())} (it goes with the round's namespace)")
-
-
-MNT_DETACH = 2
 OSD_METADATA_KEPT = ("ceph_version", "osd_objectstore", "bluestore_bdev_type", "bluestore_bdev_rotational",
                      "rotational", "journal_rotational", "bluestore_bdev_size", "kernel_version", "cpu",
                      "mem_total_kb", "osd_data")

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from . import core_probe, diagnostics, instrument
-from .osd_stats import (allowed_cpus, cpu_list, cpu_seconds, peak_rss_kib, perf_counts, placement_problem,
-                        queue_report, thread_cpu, thread_report, threads_placement, context_switches,
-                        switches_per_op)
+from .osd_stats import (PlacementError, allowed_cpus, context_switches, cpu_seconds, peak_rss_kib, perf_counts, queue_report,
+                        round_placement, switches_per_op, thread_cpu, thread_report)
+from .poll_idle import loops_cpu
 from .cluster import Cluster
 from .cluster_admin import admin, newest_map
 from .shell import log, sh
@@ -181,12 +181,12 @@ def measured(cluster: Cluster, bench, mode: str) -> dict:
     # pinned: the OSD's core's speed on either side of the window (core_probe.py says why)
     speed0 = core_probe.probe(cluster.placement["osd"], osds_cpu) if cluster.placement else None
     cpu0 = osds_cpu()
-    polls0 = poll_idle_cpu(cluster)
+    polls0 = loops_cpu(cluster)
     threads0, t0 = thread_cpu(pid), time.monotonic()
     switches0 = context_switches(pid)
     rec = bench()
     switches1 = context_switches(pid)
-    polls1 = poll_idle_cpu(cluster)
+    polls1 = loops_cpu(cluster)
     threads = thread_report(threads0, thread_cpu(pid), time.monotonic() - t0)
     # every OSD's CPU: with several, a write's replicas cost CPU in the others
     cpu, ops = osds_cpu() - cpu0, rec.get("ops") or 0
@@ -214,33 +214,12 @@ def measured(cluster: Cluster, bench, mode: str) -> dict:
                     for kind in ("loop", "copy")})
     if perf_output(cluster):
         rec.update(perf_counts(perf_output(cluster), ops))
-    rec["cpu_placement"] = placement(cluster)
+    try:
+        rec["cpu_placement"] = round_placement(cluster)
+    except PlacementError as e:
+        raise NodeError(str(e))
     cluster.check_alive()
     return rec
-
-
-def poll_idle_cpu(cluster: Cluster) -> dict:
-    """CPU seconds of each idle-polling loop (NodeSpec.poll_idle), by name."""
-    return {name: cpu_seconds(p.pid) for name, p in cluster.procs.items() if name.startswith("poll-idle.")}
-
-
-def placement(cluster: Cluster) -> dict:
-    """Where the OSDs' threads, the mon and the window's client could run, as
-    read from /proc at the window's end, and where the OSDs' threads last
-    ran. A pinning asked for and not in force fails the round: its CPU per
-    op would be compared with pinned rounds'."""
-    seen = {name: threads_placement(cluster.procs[name].pid) for name in cluster.osd_names()}
-    allowed = {name: cpus for name, (cpus, _) in seen.items()}
-    # the idle-polling loops sit on every CPU by design (Cluster.start_poll_idle), the OSD's too
-    allowed.update({name: allowed_cpus(p.pid) for name, p in cluster.procs.items()
-                    if not name.startswith(("osd.", "poll-idle."))})
-    if cluster.client_cpus is not None:
-        allowed["client"] = cluster.client_cpus
-    problem = placement_problem(cluster.placement, allowed) if cluster.placement else None
-    if problem:
-        raise NodeError(problem)
-    return {"pinned": cluster.placement is not None, "allowed": {k: cpu_list(v) for k, v in allowed.items()},
-            "osd_threads_last_ran_on": {name: cpu_list(ran) for name, (_, ran) in seen.items()}}
 
 
 def with_max_objects(extra: list, n: int) -> list:

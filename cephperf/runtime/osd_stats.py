@@ -216,3 +216,26 @@ def placement_problem(plan: dict[str, set[int]], seen: dict[str, set[int]]) -> s
         return None
     return (f"CPU pinning asked for (ceph-osd on {cpu_list(plan['osd'])}, the rest on {cpu_list(plan['others'])}) "
             f"but not in force: {'; '.join(wrong)}")
+
+
+class PlacementError(Exception):
+    """A pinning asked for and not in force."""
+
+
+def round_placement(cluster) -> dict:
+    """Where the OSDs' threads, the mon and the window's client could run, as
+    read from /proc at the window's end, and where the OSDs' threads last
+    ran. A pinning asked for and not in force fails the round: its CPU per
+    op would be compared with pinned rounds'."""
+    seen = {name: threads_placement(cluster.procs[name].pid) for name in cluster.osd_names()}
+    allowed = {name: cpus for name, (cpus, _) in seen.items()}
+    # the idle-polling loops sit on every CPU by design (Cluster.start_poll_idle), the OSD's too
+    allowed.update({name: allowed_cpus(p.pid) for name, p in cluster.procs.items()
+                    if not name.startswith(("osd.", "poll-idle."))})
+    if cluster.client_cpus is not None:
+        allowed["client"] = cluster.client_cpus
+    problem = placement_problem(cluster.placement, allowed) if cluster.placement else None
+    if problem:
+        raise PlacementError(problem)
+    return {"pinned": cluster.placement is not None, "allowed": {k: cpu_list(v) for k, v in allowed.items()},
+            "osd_threads_last_ran_on": {name: cpu_list(ran) for name, (_, ran) in seen.items()}}

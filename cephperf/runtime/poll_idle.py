@@ -18,6 +18,24 @@ utime + stime do not count it.
 import os
 import sys
 
+from .osd_stats import cpu_list, cpu_seconds
+from .shell import log
+
+
+def start_loops(cluster) -> None:
+    """A loop on every CPU the round may use (the node's and the OSD's), kept
+    in cluster.procs: check_alive watches them and down() ends them with the
+    daemons."""
+    cpus = set(os.sched_getaffinity(0)) | (cluster.placement["osd"] if cluster.placement else set())
+    for cpu in sorted(cpus):
+        cluster.start(f"poll-idle.{cpu}", [sys.executable, "-m", "cephperf.runtime.poll_idle", cpu])
+    log(f"idle polling on CPU(s) {cpu_list(cpus)}")
+
+
+def loops_cpu(cluster) -> dict:
+    """CPU seconds of each loop, by name."""
+    return {name: cpu_seconds(p.pid) for name, p in cluster.procs.items() if name.startswith("poll-idle.")}
+
 
 def main() -> None:
     cpu = int(sys.argv[1])
