@@ -14,6 +14,7 @@ from pathlib import Path
 from . import cephfs, fio_rbd
 from .checks import choose_io_mock, install_packages, installed_version
 from .cluster import Cluster
+from .elf_build_id import gnu_build_id
 from .shell import sh
 from .measure import run_profile
 from .osd_stats import perf_supported
@@ -41,10 +42,12 @@ def round_(command: str, spec: NodeSpec, cluster: Cluster, result: dict) -> None
 
 
 def versions(spec: NodeSpec, cluster: Cluster) -> dict:
-    """The packages the round ran, and a development build's own version."""
+    """The packages the round ran, a development build's own version, and the
+    build ID of the ceph-osd that ran (the package's or the build's)."""
     out = {p: installed_version(p) for p in ("ceph-osd", "ceph-fuse", "ceph-mon", "ceph-common")}
     if spec.osd_binary:
         out["ceph-osd (built)"] = sh(cluster.osd_bin, "--version", env=cluster.osd_env).stdout.strip()
+    out["ceph-osd build ID"] = gnu_build_id(cluster.osd_bin) or "none"
     return out
 
 

@@ -59,6 +59,10 @@ class GateTest(unittest.TestCase):
         for side in ("baseline", "candidate"):
             self.assertRegex(env["sides"][side]["versions"]["ceph-osd"], r"^18\.2\.7")
             self.assertIn(env["sides"][side]["osd_metadata"]["bluestore_bdev_rotational"], ("0", "1"))
+        # the binary that ran, by its GNU build ID: Debian's one ceph-osd on both sides here
+        ids = {env["sides"][side]["versions"]["ceph-osd build ID"] for side in ("baseline", "candidate")}
+        self.assertEqual(len(ids), 1, ids)
+        self.assertRegex(ids.pop(), r"^[0-9a-f]{40}$")
         for rec in native:
             self.assertGreater(rec["iops"], 0)
             self.assertGreater(rec["osd_cpu_us_per_op"], 0)
