@@ -229,7 +229,7 @@ def round_placement(cluster) -> dict:
     op would be compared with pinned rounds'."""
     seen = {name: threads_placement(cluster.procs[name].pid) for name in cluster.osd_names()}
     allowed = {name: cpus for name, (cpus, _) in seen.items()}
-    # the idle-polling loops sit on every CPU by design (Cluster.start_poll_idle), the OSD's too
+    # the idle-polling loops sit on every CPU by design (poll_idle.start_loops), the OSD's too
     allowed.update({name: allowed_cpus(p.pid) for name, p in cluster.procs.items()
                     if not name.startswith(("osd.", "poll-idle."))})
     if cluster.client_cpus is not None:
