@@ -1,10 +1,11 @@
-"""Our patch series and Debian delta: every patch listed exists and carries a DEP-3 header."""
+"""Our patch series, the patches waiting for the next release (patches/next/)
+and the Debian delta: every patch listed exists and carries a DEP-3 header."""
 import re
 import unittest
 
 from tests.helpers import REPO
 
-SERIES = [REPO / "patches" / "series", REPO / "debian" / "delta" / "series"]
+SERIES = [REPO / "patches" / "series", REPO / "patches" / "next" / "series", REPO / "debian" / "delta" / "series"]
 
 
 def listed(series):

@@ -182,6 +182,16 @@ class CompiledSourcesKeyTest(unittest.TestCase):
         (self.patches / "unit-tests.toml").write_text("[a]\n[b]\n")
         self.assertEqual(pgo.compiled_sources_key(self.pins), before)
 
+    def test_patches_waiting_for_the_next_release_leave_the_key_alone(self):
+        # patches/next/ holds measured patches the series does not apply yet:
+        # they must not make the pinned counts stale before they join it
+        before = pgo.compiled_sources_key(self.pins)
+        waiting = self.patches / "next"
+        waiting.mkdir()
+        (waiting / "series").write_text("b.patch\n")
+        (waiting / "b.patch").write_text("--- a/y\n+++ b/y\n")
+        self.assertEqual(pgo.compiled_sources_key(self.pins), before)
+
     def test_a_patch_the_series_or_the_delta_changes_the_key(self):
         before = pgo.compiled_sources_key(self.pins)
         for f in (self.patches / "a.patch", self.patches / "series", paths.DEBIAN / "delta" / "flags.patch"):
