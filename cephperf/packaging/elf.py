@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 from ..common import StageError, EXIT_ERROR
+from ..runtime.elf_build_id import gnu_build_id
 from .archive import unpack_deb
 
 
@@ -33,9 +34,6 @@ def readelf(*args: str) -> str:
     return r.stdout
 
 
-def build_id(path: Path) -> str | None:
-    m = re.search(r"Build ID:\s*([0-9a-f]+)", readelf("-n", str(path)))
-    return m.group(1) if m else None
 
 
 def sections(path: Path) -> dict[str, str]:
@@ -70,7 +68,7 @@ def collect_elfs(inputs: list[Path], workdir: Path) -> list[dict]:
         else:
             raise StageError(f"{item}: neither an ELF file nor a .deb", EXIT_ERROR)
     for e in found:
-        e["build_id"] = build_id(e["path"])
+        e["build_id"] = gnu_build_id(e["path"])
         e["sections"] = sections(e["path"])
         e["dwarf"] = has_dwarf(e["sections"])
         e["is_debug_file"] = "/usr/lib/debug/" in e["label"]

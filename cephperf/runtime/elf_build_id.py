@@ -4,7 +4,9 @@ The runtime root has no binutils, and the build ID is what names a binary:
 two ceph-osd files with one build ID are one build (the release's and
 `ci/build-osd --release`'s, when reproducible), and Debian's -dbgsym
 packages are keyed by it. Each gate round records the ID of the ceph-osd it
-ran, so a saved report says which binary it measured.
+ran, so a saved report says which binary it measured; ci/audit-flags pairs
+stripped binaries with their separate debug files by it
+(cephperf/packaging/elf.py), which keep the note segment.
 """
 import struct
 from pathlib import Path

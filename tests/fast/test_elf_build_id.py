@@ -72,6 +72,15 @@ class GnuBuildIdTest(unittest.TestCase):
         expected = next(line.split(":", 1)[1].strip() for line in out.splitlines() if "Build ID:" in line)
         self.assertEqual(gnu_build_id(binary), expected)
 
+    def test_a_separate_debug_file_agrees_with_readelf(self):
+        # what ci/audit-flags pairs a stripped binary with, by this ID
+        binary = Path(sys.executable).resolve()
+        debug = self.dir / "python.debug"
+        subprocess.run(["objcopy", "--only-keep-debug", str(binary), str(debug)], check=True)
+        out = subprocess.run(["readelf", "-n", str(debug)], capture_output=True, text=True, check=True).stdout
+        expected = next(line.split(":", 1)[1].strip() for line in out.splitlines() if "Build ID:" in line)
+        self.assertEqual(gnu_build_id(debug), expected)
+
     def test_a_file_that_is_not_elf_is_named(self):
         path = self.write(b"#!/bin/sh\nexit 0\n")
         with self.assertRaisesRegex(NotElf, f"{path}: not an ELF file"):
