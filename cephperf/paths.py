@@ -20,7 +20,8 @@ ROOTS_TOML, AUDIT_RULES, RELEASE_GUARD, LTO_LINK_EXCEPTIONS, OSD_MINIMAL, PGO_PI
                         "osd-minimal.cmake", "pgo.toml"))
 # The pinned training counts, committed beside their pin: a fresh machine
 # builds pkg.ceph.pgo from them without the instrumented build and training
-# (about two hours on 2 cores) that ci/pgo-train spends making them.
+# (about 40 minutes on 2 cores from a cold ccache) that ci/pgo-train spends
+# making them.
 PGO_COUNTS = CMAKE / "pgo-profile.tar.xz"
 # What ci/pgo-train runs on the instrumented OSD.
 PGO_TRAINING = BENCH / "pgo-training.toml"

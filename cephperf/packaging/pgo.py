@@ -135,7 +135,8 @@ def require_counts(pins: dict, build_profiles: str) -> None:
     counts, why = verified_counts(pins)
     if counts is None:
         raise StageError(f"the release is built with profile-guided optimisation, but {why}. Retrain on these "
-                         f"sources: ci/pgo-train --pin (an instrumented build and the training, about two hours "
-                         f"on 2 cores), commit {paths.PGO_PIN.relative_to(paths.REPO)} and "
-                         f"{paths.PGO_COUNTS.relative_to(paths.REPO)}, and run this again; or build without it: "
+                         f"sources: ci/pgo-train --pin (an instrumented build of ceph-osd and the training, "
+                         f"about 40 minutes on 2 cores from a cold ccache), commit "
+                         f"{paths.PGO_PIN.relative_to(paths.REPO)} and {paths.PGO_COUNTS.relative_to(paths.REPO)}, "
+                         f"and run this again; or build without it: "
                          f"DEB_BUILD_PROFILES=pkg.ceph.nopgo", EXIT_FAIL)

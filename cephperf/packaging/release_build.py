@@ -1,8 +1,7 @@
 """The release build: the source package built whole in a throwaway overlay
 of the build root, as Debian's buildds build an upload, then judged (blhc,
 LTO's ODR warnings, PGO's coverage mismatches, lintian). ci/build-release
-runs it; ci/pgo-train builds its instrumented packages the same way, judged
-without lintian (they are never shipped).
+runs it.
 
 The build takes hours and its checks minutes: a build that stopped goes on
 in its kept tree, an output whose build finished but whose checks failed or
@@ -162,8 +161,7 @@ def take_over_build(previous: Path, new: Path, build_key: str) -> bool:
     return True
 
 
-def release_build(dsc: Path, kind: str, build_env: dict, new: Path, previous: Path, build_key: str,
-                  lint: bool) -> dict:
+def release_build(dsc: Path, kind: str, build_env: dict, new: Path, previous: Path, build_key: str) -> dict:
     tree, _ = assembled_tree()  # the build root is made from its Build-Depends
     root = Root("build", tree)
     built = new / BUILT
@@ -179,26 +177,19 @@ def release_build(dsc: Path, kind: str, build_env: dict, new: Path, previous: Pa
     explained = check_log(new)
     lto_explained = check_lto_warnings(new)
     check_counts_fit(new, build_env)
-    if lint:
-        changes = check_changes(root, new)
-    else:
-        [changes] = [f.name for f in new.glob("*.changes")]
-        (new / "lintian.txt").unlink(missing_ok=True)  # taken over from a linted build: not this one's
+    changes = check_changes(root, new)
     files = sorted(f.name for f in new.iterdir() if f.suffix in (".deb", ".changes", ".buildinfo", ".dsc"))
-    checked = "blhc and lintian clean" if lint else "blhc clean (no lintian: never shipped)"
-    log(f"release build of {dsc.name} in {seconds} s, {checked}: {', '.join(files)}")
+    log(f"release build of {dsc.name} in {seconds} s, blhc and lintian clean: {', '.join(files)}")
     built.unlink()
     return {"dsc": dsc.name, "profile": kind, **build_env, "build_seconds": seconds, "changes": changes,
-            "lintian": lint, "blhc_explained": explained, "lto_warnings_explained": lto_explained, "files": files,
+            "blhc_explained": explained, "lto_warnings_explained": lto_explained, "files": files,
             "build_key": build_key}
 
 
-def built_release(dsc: Path | None, kind: str, environ: dict, jobs: int | None, out: Path,
-                  lint: bool = True) -> Path:
+def built_release(dsc: Path | None, kind: str, environ: dict, jobs: int | None, out: Path) -> Path:
     """`out` holding the clean build of `dsc` (default: ci/build-debs --source-only's)
     under environ's DEB_BUILD_OPTIONS and DEB_BUILD_PROFILES, building it unless
-    current; lintian on its .changes unless `lint` is false (a build that is
-    never shipped)."""
+    current."""
     dsc = (dsc or default_dsc()).resolve()
     if not dsc.is_file():
         raise StageError(f"{dsc}: no such source package", EXIT_ERROR)
@@ -208,8 +199,8 @@ def built_release(dsc: Path | None, kind: str, environ: dict, jobs: int | None, 
     build_key = hash_inputs([("dsc", dsc), ("profile", kind), ("environment", what_is_built(build_env)),
                              ("script", BUILD), ("kept tree", KEPT_TREE_SCRIPT)])
     # what only the checks read: a change re-judges the build, it does not redo it
-    checks_key = hash_inputs(([("lintian", LINTIAN)] if lint else []) + [("blhc", BLHC_RULES), ("lto", LTO_RULES)])
+    checks_key = hash_inputs([("lintian", LINTIAN), ("blhc", BLHC_RULES), ("lto", LTO_RULES)])
     key = hash_inputs([("build", build_key), ("checks", checks_key)])
-    produce(out, key, lambda new: release_build(dsc, kind, build_env, new, out, build_key, lint),
+    produce(out, key, lambda new: release_build(dsc, kind, build_env, new, out, build_key),
             resumable=True, resume_key=build_key)
     return out

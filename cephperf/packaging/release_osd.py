@@ -18,7 +18,7 @@ from ..stage import produce
 from . import pgo
 from .buildlog import build_in_root
 from .dpkg_build import build_environment, what_is_built
-from .release_build import BUILD_PATH, KEPT_TREE, KEPT_TREE_SCRIPT, REDO_MINUTES, default_dsc
+from .release_build import BUILD_PATH, KEPT_TREE, KEPT_TREE_SCRIPT, REDO_MINUTES, check_counts_fit, default_dsc
 from .roots import Root
 from .source_tree import assembled_tree
 
@@ -42,6 +42,8 @@ def build(dsc: Path, build_env: dict, new: Path) -> dict:
                       f"stopped (or remove {new} to start afresh)", EXIT_FAIL,
                       binds=[dsc.parent, new], mounts={tree_dir: BUILD_PATH})
     seconds = round(time.monotonic() - t0)
+    # as the release's check: an OSD built with counts that do not fit is not the release's
+    check_counts_fit(new, build_env)
     log(f"ceph-osd built as the release builds it in {seconds} s{' (this run of a resumed build)' if resuming else ''}")
     shutil.rmtree(tree_dir)
     return {"dsc": dsc.name, **build_env, "seconds": seconds, "resumed": resuming}
@@ -49,7 +51,9 @@ def build(dsc: Path, build_env: dict, new: Path) -> dict:
 
 def release_equivalent_osd(dsc: Path | None, environ: dict, jobs: int | None, out: Path) -> Path:
     """`out` holding ceph-osd built from `dsc` (default: the release's source
-    package) as the osd-only release builds it, building it unless current."""
+    package) as the osd-only release builds it under environ's
+    DEB_BUILD_OPTIONS and DEB_BUILD_PROFILES (ci/pgo-train's instrumented
+    build is this under pkg.ceph.pgo-generate), building it unless current."""
     dsc = (dsc or default_dsc()).resolve()
     if not dsc.is_file():
         raise StageError(f"{dsc}: no such source package", EXIT_ERROR)

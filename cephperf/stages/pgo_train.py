@@ -2,11 +2,16 @@
 
   ci/pgo-train [--dsc FILE] [--jobs N] [--pin]
 
-1. The instrumented build: the source package (default: ci/build-debs
-   --source-only's) built clean, as ci/build-release builds a release, under
-   DEB_BUILD_PROFILES="pkg.ceph.lto pkg.ceph.pgo-generate" (and the osd-only
-   profile) into $CEPH_PERF_CACHE/builds/pgo-generate/out. Never released:
-   ci/audit-flags fails its binaries.
+1. The instrumented build: ceph-osd alone, built from the source package
+   (default: ci/build-debs --source-only's) as ci/build-osd --release builds
+   it (the release's own configure at the release's path, then make's
+   ceph-osd target), under DEB_BUILD_PROFILES="pkg.ceph.lto
+   pkg.ceph.pgo-generate" (and the osd-only profile), into
+   $CEPH_PERF_CACHE/builds/pgo-generate/out. Only ceph-osd runs in the
+   training, and it links the code statically, so its counts are all there
+   are: a build of the whole package would write the same (+perf11's counts
+   were the first made this way). Never released: ci/audit-flags fails a
+   binary compiled so.
 2. The training: bench/pgo-training.toml's workloads, the gate's profiles,
    each on a fresh one-OSD cluster with that ceph-osd installed over Debian's
    stock packages. Every OSD adds its counts when it exits.
@@ -36,13 +41,13 @@ from cephperf.common import (EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, loa
 from cephperf.imports import code_inputs
 from cephperf.packaging import pgo
 from cephperf.packaging.changelog import changelog_epoch
-from cephperf.packaging.release_build import built_release
+from cephperf.packaging.release_osd import release_equivalent_osd
 from cephperf.stage import produce
 
 # The instrumented build compiles as the release does, with pkg.ceph.lto:
 # -flto changes some functions' control flow in the compile step, on which
 # GCC keys their counts (debian/rules then links it without LTO and builds
-# it without debug information).
+# it without debug information, and leaves ccache on).
 INSTRUMENTED_PROFILES = "pkg.ceph.lto pkg.ceph.pgo-generate"
 # Where each training OSD writes its counts, under GCOV_PREFIX: the
 # directory debian/rules compiles in (-fprofile-generate=).
@@ -52,17 +57,14 @@ STALL_SECONDS = 60
 
 
 def instrumented_build(dsc: Path | None, jobs: int | None) -> Path:
-    # nocheck: the store test is the release's to build; training runs ceph-osd only
-    options = " ".join(dict.fromkeys(os.environ.get("DEB_BUILD_OPTIONS", "").split() + ["nocheck"]))
-    environ = {**os.environ, "DEB_BUILD_PROFILES": INSTRUMENTED_PROFILES, "DEB_BUILD_OPTIONS": options}
-    # lint=False: these packages are never shipped, and lintian on them took 7
-    # of a 30-minute retraining (+perf10's, 2026-11-26)
-    return built_release(dsc, "osd-only", environ, jobs, paths.pgo_generate_out(), lint=False)
+    # the release's DEB_BUILD_OPTIONS, so the configure is the release's
+    environ = {**os.environ, "DEB_BUILD_PROFILES": INSTRUMENTED_PROFILES}
+    return release_equivalent_osd(dsc, environ, jobs, paths.pgo_generate_out())
 
 
-def train(debs: Path, training: dict, counts: Path) -> list[dict]:
+def train(instrumented: Path, training: dict, counts: Path) -> list[dict]:
     """Every workload on a fresh cluster; the OSDs' counts accumulate under `counts`."""
-    side = parse_source(str(debs))
+    side = parse_source(str(instrumented))
     rounds = []
     for w in training["workload"]:
         prof = load_profile(w["profile"], "defaults")
@@ -93,10 +95,10 @@ def check_counts(found: list[Path], training: dict) -> None:
                          "instrumentation, or ended without its exit handlers (osd_fast_shutdown)", EXIT_FAIL)
 
 
-def make_counts(debs: Path, training: dict, trained_on: str, new: Path) -> dict:
+def make_counts(instrumented: Path, training: dict, trained_on: str, new: Path) -> dict:
     counts = new / "counts"
     counts.mkdir()
-    rounds = train(debs, training, counts)
+    rounds = train(instrumented, training, counts)
     found = pgo.counts_files(counts / COUNTS_DIR_IN_BUILD)
     check_counts(found, training)
     epoch = changelog_epoch(paths.DEBIAN / "changelog")
@@ -105,7 +107,7 @@ def make_counts(debs: Path, training: dict, trained_on: str, new: Path) -> dict:
     write_atomic(new / "pin.toml", pgo.pin_text(packed, trained_on))
     log(f"{packed['counts_files']} counts files ({packed['counts_bytes']} bytes) packed into "
         f"{pgo.ARCHIVE}: {packed['size']} bytes, sha256 {packed['sha256']}")
-    return {"instrumented": str(debs), "rounds": rounds, "trained_on": trained_on, **packed}
+    return {"instrumented": str(instrumented), "rounds": rounds, "trained_on": trained_on, **packed}
 
 
 def execute():
@@ -117,12 +119,12 @@ def execute():
     training = load_toml(paths.PGO_TRAINING)
     if not training.get("workload"):
         raise StageError(f"{paths.PGO_TRAINING}: no [[workload]]", EXIT_ERROR)
-    debs = instrumented_build(args.dsc, args.jobs)
+    instrumented = instrumented_build(args.dsc, args.jobs)
     trained_on = pgo.compiled_sources_key(load_pins())
-    key = hash_inputs([("instrumented", debs / "stamp.json"), ("training", paths.PGO_TRAINING),
+    key = hash_inputs([("instrumented", instrumented / "stamp.json"), ("training", paths.PGO_TRAINING),
                        ("trained_on", trained_on), *code_inputs(__name__)])
     out = paths.pgo_train_out()
-    stamp = produce(out, key, lambda new: make_counts(debs, training, trained_on, new))
+    stamp = produce(out, key, lambda new: make_counts(instrumented, training, trained_on, new))
     if args.pin:
         # the archive first: a pin never names counts that are not in place
         write_atomic(paths.PGO_COUNTS, (out / pgo.ARCHIVE).read_bytes())

@@ -24,6 +24,11 @@ export DEB_CFLAGS_MAINT_APPEND = -DFROM_RULES
 ifneq (,$(filter pkg.ceph.nopgo,$(DEB_BUILD_PROFILES)))
 export DEB_CFLAGS_MAINT_APPEND += -DPROFILE_NOPGO
 endif
+# As Ceph's rules under PGO: ccache off when the build reads training counts,
+# on when it writes them (pkg.ceph.pgo-generate, ci/pgo-train's build)
+ifeq (,$(filter pkg.ceph.pgo-generate,$(DEB_BUILD_PROFILES)))
+export CCACHE_DISABLE = 1
+endif
 B = obj-x86_64-linux-gnu
 %:
 \tdh $@
@@ -39,6 +44,9 @@ override_dh_auto_build:
 BUILD_MK = """\
 legacy-option-headers:
 \t@echo options headers made
+\t@echo "ccache disabled: [$$CCACHE_DISABLE]"
+\t@# a build whose training counts do not fit its code: GCC's warning, as a compile step gives it
+\t@$(if $(filter pkg.ceph.test-counts-misfit,$(DEB_BUILD_PROFILES)),echo "m.cc:3:1: warning: number of counters does not match [-Wcoverage-mismatch]")
 ceph-osd: bin/ceph-osd
 bin/ceph-osd: ../hello.c
 \tmkdir -p bin
@@ -83,6 +91,39 @@ class BuildOsdReleaseTest(unittest.TestCase):
         self.assertEqual(built, released)
         self.assertEqual(subprocess.run([self.tmp / "osd" / "ceph-osd"], capture_output=True,
                                         text=True, timeout=30).stdout, "hi\n")
+        # make runs outside debian/rules, yet gets what the rules export to it
+        self.assertIn("ccache disabled: [1]", (self.tmp / "release" / "build.log").read_text())
+        self.assertIn("ccache disabled: [1]", (self.tmp / "osd" / "build.log").read_text())
+        # ci/pgo-train's instrumented build is this one under pkg.ceph.pgo-generate,
+        # and goes through ccache as the rules have it
+        gen = subprocess.run([str(REPO / "ci" / "build-osd"), "--release", "--dsc", str(dsc),
+                              "--out", str(self.tmp / "osd-generate")], capture_output=True, text=True,
+                             timeout=1200, env={**os.environ, "DEB_BUILD_PROFILES": "pkg.ceph.pgo-generate"})
+        self.assertEqual(gen.returncode, 0, gen.stderr[-3000:])
+        self.assertIn("ccache disabled: []", (self.tmp / "osd-generate" / "build.log").read_text())
+
+    def test_training_counts_that_do_not_fit_fail_it_as_they_fail_the_release(self):
+        dsc = fixture_dsc(self.tmp / "src", MAKEFILE, RULES, {"build.mk": BUILD_MK})
+        # PGO on (no nopgo), the fixture's own profile makes the warning; the
+        # pinned counts are Ceph's, not the fixture's, so their check is not
+        # this test's: it is set aside in this process only
+        build = ("import os, sys; from pathlib import Path; from cephperf.packaging import pgo; "
+                 "from cephperf.packaging.release_osd import release_equivalent_osd; "
+                 "pgo.require_counts = lambda pins, profiles: None; "
+                 "release_equivalent_osd(Path(sys.argv[1]), dict(os.environ), None, Path(sys.argv[2]))")
+        env = {**os.environ, "DEB_BUILD_PROFILES": "pkg.ceph.test-counts-misfit"}
+        r = subprocess.run(["python3", "-c", build, str(dsc), str(self.tmp / "osd")], cwd=REPO,
+                           capture_output=True, text=True, timeout=1200, env=env)
+        self.assertNotEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertIn("PGO: 1 coverage-mismatch warning(s)", r.stderr)
+        self.assertIn("ci/pgo-train --pin", r.stderr)
+        self.assertFalse((self.tmp / "osd" / "ceph-osd").exists())  # never an output
+        # under pkg.ceph.nopgo there are no counts to fit
+        env["DEB_BUILD_PROFILES"] += " pkg.ceph.nopgo"
+        r = subprocess.run(["python3", "-c", build, str(dsc), str(self.tmp / "osd-nopgo")], cwd=REPO,
+                           capture_output=True, text=True, timeout=1200, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertTrue((self.tmp / "osd-nopgo" / "ceph-osd").is_file())
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@ in a throwaway overlay of the build root, then blhc on its log and lintian on
 its .changes. A package whose Makefile drops dpkg-buildflags' CFLAGS builds,
 and is then refused by blhc, naming the warning. A build that stopped goes
 on in its kept tree, making again an object cut short when it stopped."""
-import json
 import os
 import subprocess
 import tempfile
@@ -175,26 +174,6 @@ class BuildReleaseTest(unittest.TestCase):
         # built from the .dsc, not from a tree: dpkg-source unpacked it
         self.assertIn("dpkg-source: info: extracting ceph-perf-hello", (out / "build.log").read_text())
         self.assertIn("blhc and lintian clean", r.stderr)
-
-    def test_a_build_never_shipped_is_judged_without_lintian(self):
-        """ci/pgo-train's instrumented build (lint=False): the linted build of
-        the same inputs is taken over and judged again, without lintian."""
-        dsc = fixture_dsc(self.tmp / "src", MAKEFILE_GOOD)
-        r, out = self.build_dsc(dsc)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr[-3000:])
-        self.assertTrue((out / "lintian.txt").is_file())
-        unlinted = ("import os, sys; from pathlib import Path; "
-                    "from cephperf.packaging.release_build import built_release; "
-                    "built_release(Path(sys.argv[1]), 'osd-only', os.environ, None, Path(sys.argv[2]), lint=False)")
-        env = {**os.environ, "DEB_BUILD_PROFILES": "pkg.ceph.nopgo"}
-        r = subprocess.run(["python3", "-c", unlinted, str(dsc), str(out)], cwd=REPO, capture_output=True,
-                           text=True, timeout=600, env=env)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr[-3000:])
-        self.assertIn("holds the build of these inputs", r.stderr)
-        self.assertIn("blhc clean (no lintian: never shipped)", r.stderr)
-        self.assertNotIn("lintian ceph-perf-hello", r.stderr)
-        self.assertFalse((out / "lintian.txt").exists())
-        self.assertIs(json.loads((out / "stamp.json").read_text())["lintian"], False)
 
     def test_dropped_cflags_are_refused_by_blhc(self):
         r, out = self.build(MAKEFILE_BAD)

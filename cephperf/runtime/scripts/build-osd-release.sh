@@ -15,9 +15,19 @@ if [ ! -f "$B/.ceph-perf-configured" ]; then
   dpkg-buildpackage -T override_dh_auto_configure --no-sign -nc
   touch "$B/.ceph-perf-configured"
 fi
-# debian/rules exports this under PGO (its comment says why); make runs
-# outside debian/rules here
-export CCACHE_DISABLE=1
+# make runs outside debian/rules here, so it gets from debian/rules what the
+# release's make gets: CCACHE_DISABLE, exported when the build uses training
+# counts (ccache would key an object without them), not when it writes them
+# (pkg.ceph.pgo-generate, ci/pgo-train's build, which goes through ccache)
+CCACHE_DISABLE=$(make -s --no-print-directory -f debian/rules \
+  --eval='ceph-perf-print-ccache-disable: ; @echo "$$CCACHE_DISABLE"' ceph-perf-print-ccache-disable)
+if [ -n "$CCACHE_DISABLE" ]; then
+  export CCACHE_DISABLE
+  echo "ceph-perf: ccache off, as debian/rules has it for DEB_BUILD_PROFILES=\"$DEB_BUILD_PROFILES\""
+else
+  unset CCACHE_DISABLE
+  echo "ceph-perf: ccache on, as debian/rules has it for DEB_BUILD_PROFILES=\"$DEB_BUILD_PROFILES\""
+fi
 # dpkg-buildpackage exports the changelog's date to everything the release
 # build runs; make runs outside it here, and the bundled RocksDB is
 # configured at make time and stamps that date into ceph-osd
