@@ -102,6 +102,15 @@ def osd_release_out() -> Path:
     return cache_dir() / "builds" / "osd-release" / "out"
 
 
+def scratch_dir() -> Path:
+    """Room for throwaway files a root run is given (the tests' packages, a
+    build's copy of its scripts), under the persistent cache like everything
+    else it sees. Made on first use: a fresh machine has no cache yet."""
+    d = cache_dir() / "scratch"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
 def repo_dir() -> Path:
     return cache_dir() / "repo"
 

@@ -14,16 +14,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CI = REPO / "ci"
 
-from cephperf.paths import cache_dir
-
-
-def scratch_dir() -> Path:
-    """Room for the tests' throwaway packages and repositories, under the
-    persistent cache like everything else a root run is given. Made on first
-    use: a fresh machine has no cache yet."""
-    d = cache_dir() / "scratch"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+from cephperf.paths import scratch_dir  # noqa: F401 (the tests' room, as the stages')
 
 
 def sha256(path: Path) -> str:

@@ -12,12 +12,15 @@ import collections
 import os
 import queue
 import re
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import IO, Callable
 
+from .. import paths
 from ..common import StageError
 
 HEARTBEAT_SECONDS = 300
@@ -115,9 +118,17 @@ def build_in_root(root, script: Path, env: dict, logf: IO[str], label: str, fail
     """`bash script` in the root (a Root), its output followed into logf and the
     console. On failure the log's last lines are printed and StageError(code)
     says `failed` (what failed, and what to do)."""
-    # stdbuf keeps make's progress lines flowing through the pipe as they are printed
-    rc, tail = run_logged(lambda pipe: root.run(["stdbuf", "-oL", "-eL", "bash", str(script)], stdout=pipe,
-                                                binds=binds, env=env, mounts=mounts), logf, label=label)
+    # bash reads a script as it runs it, so an edit of the repository's copy
+    # during an hour's build would change the lines it has yet to read (an
+    # instrumented build was lost so, 2026-11-27). The build runs a copy of the
+    # scripts' directory (the script and what it sources) taken as it starts.
+    with tempfile.TemporaryDirectory(prefix="build-scripts-", dir=paths.scratch_dir()) as snapshot:
+        copy = Path(snapshot) / script.parent.name
+        shutil.copytree(script.parent, copy)
+        # stdbuf keeps make's progress lines flowing through the pipe as they are printed
+        rc, tail = run_logged(lambda pipe: root.run(["stdbuf", "-oL", "-eL", "bash", str(copy / script.name)],
+                                                    stdout=pipe, binds=binds, env=env, mounts=mounts),
+                              logf, label=label)
     if rc != 0:
         print("\n".join(tail), file=sys.stderr)
         raise StageError(f"{failed} (exit {rc}); the last lines of its log are above", code)

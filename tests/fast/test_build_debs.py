@@ -4,11 +4,12 @@ import io
 import os
 import subprocess
 import tempfile
+import threading
 import unittest
 from pathlib import Path
 
 from cephperf.common import StageError
-from cephperf.packaging.buildlog import Console, follow
+from cephperf.packaging.buildlog import Console, build_in_root, follow
 from cephperf.packaging.changelog import changelog_epoch
 from cephperf.packaging.dpkg_build import build_environment
 from cephperf.stages.build_debs import build_key, pin_debian_mtimes
@@ -118,6 +119,44 @@ def tiny_source(top: Path, written_at: float) -> Path:
     for p in [tree / "debian", *(tree / "debian").rglob("*")]:
         os.utime(p, (written_at, written_at))
     return tree
+
+
+class HostRoot:
+    """A stand-in for a build root: runs the command on the host."""
+
+    def run(self, argv, stdout=None, binds=(), env=None, mounts=None) -> int:
+        return subprocess.run(argv, stdout=stdout, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+                              timeout=60).returncode
+
+
+class BuildScriptSnapshotTest(unittest.TestCase):
+    def test_an_edit_of_the_script_while_it_runs_changes_nothing_it_runs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            scripts = tmp / "scripts"
+            scripts.mkdir()
+            script = scripts / "build.sh"
+            # it sources a neighbour, as build-release.sh sources kept-tree.sh; bash
+            # goes back to the file for the next line after an external command
+            (scripts / "helper.sh").write_text('say() { echo "ran: $1"; }\n')
+            script.write_text('. "$(dirname "$0")/helper.sh"\nhead -n 1 "$FIFO" >/dev/null\nsay "as it was when the build began"\n')
+            fifo = tmp / "fifo"
+            os.mkfifo(fifo)
+
+            def edit_while_it_waits():
+                # opening the pipe waits until the script opens it to read: it is running
+                with open(fifo, "w") as go:
+                    script.write_text('. "$(dirname "$0")/helper.sh"\nhead -n 1 "$FIFO" >/dev/null\nsay "an edit made while it ran"\n')
+                    go.write("go\n")
+
+            editor = threading.Thread(target=edit_while_it_waits, daemon=True)
+            editor.start()
+            log = io.StringIO()
+            build_in_root(HostRoot(), script, {"FIFO": str(fifo)}, log, "build-test", "the test build failed", 1)
+            editor.join(timeout=60)
+            self.assertIn("an edit made while it ran", script.read_text())  # the edit happened
+            self.assertIn("ran: as it was when the build began", log.getvalue())
+            self.assertNotIn("ran: an edit", log.getvalue())
 
 
 class SourcePackageReproducibleTest(unittest.TestCase):
