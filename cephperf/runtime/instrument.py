@@ -111,14 +111,32 @@ def function_name(where: str) -> str:
     return where
 
 
+def function_table(text: str) -> list[str]:
+    """The lines of callgrind_annotate's function table: from below its
+    `file:function` heading to the first blank line. What follows (source
+    annotated line by line, its `=> callee (Nx)` call lines and the `events
+    annotated` total) has the same shape as a function line but is not one."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.rstrip().endswith("file:function"):
+            table = []
+            for row in lines[i + 1:]:
+                if not row.strip():
+                    break
+                if not row.startswith("---"):
+                    table.append(row)
+            return table
+    return []
+
+
 def parse_annotation(text: str, top: int = TOP_FUNCTIONS) -> list[tuple[str, int]]:
-    """(function, Ir) of callgrind_annotate's function lines, largest first.
+    """(function, Ir) of callgrind_annotate's function table, largest first.
     One function's lines under several source files (code inlined from a
     header is filed under the header) are added up."""
     out: dict[str, int] = {}
-    for line in text.splitlines():
+    for line in function_table(text):
         m = ANNOTATED.match(line)
-        if m and "PROGRAM TOTALS" not in m.group(2):
+        if m:
             name = function_name(m.group(2))
             out[name] = out.get(name, 0) + int(m.group(1).replace(",", ""))
     return sorted(out.items(), key=lambda kv: -kv[1])[:top]
@@ -128,8 +146,9 @@ def functions(dump_file: Path, ops: int) -> dict:
     """Top functions by self and by inclusive instructions, per op."""
     out = {}
     for kind, flag in (("self", "no"), ("inclusive", "yes")):
-        text = sh("callgrind_annotate", "--show=Ir", f"--inclusive={flag}", "--threshold=99.9", dump_file,
-                  timeout=600).stdout
+        # --auto=no: the function table alone, without the annotated sources
+        text = sh("callgrind_annotate", "--show=Ir", f"--inclusive={flag}", "--threshold=99.9", "--auto=no",
+                  dump_file, timeout=600).stdout
         out[kind] = [[name, round(ir / ops, 1)] for name, ir in parse_annotation(text)]
     return out
 

@@ -239,6 +239,21 @@ Ir                   file:function
 10,474,258 ( 1.68%)  ./obj-x86_64-linux-gnu/src/common/./src/common/buffer.cc:ceph::buffer::v15_2_0::list::append(char const*, unsigned int) [/usr/bin/ceph-osd]
  7,879,984 ( 1.26%)  ./obj-x86_64-linux-gnu/src/rocksdb/./src/rocksdb/util/user_comparator_wrapper.h:rocksdb::MemTable::KeyComparator::operator()(char const*, rocksdb::Slice const&) const [/usr/bin/ceph-osd]
  1,698,000 ( 0.27%)  ???:0x00000000017de690 [/usr/bin/ceph-osd]
+
+--------------------------------------------------------------------------------
+-- Auto-annotated source: /build/src/common/buffer.cc
+--------------------------------------------------------------------------------
+Ir              
+
+-- line 1300 ----------------------------------------
+8,264,130 ( 1.33%)  => /build/src/common/buffer.cc:ceph::buffer::v15_2_0::list::append_zero(unsigned int) (2,001x)
+   12,006 ( 0.00%)        _carriage->append_zeros(first_round);
+
+--------------------------------------------------------------------------------
+Ir                   
+--------------------------------------------------------------------------------
+223,141,077 (35.80%)  events annotated
+
 """
 DUMP_HEAD = """\
 version: 1
@@ -287,6 +302,9 @@ class InstrumentTest(unittest.TestCase):
         self.assertEqual(top[1], ("rocksdb::MemTable::KeyComparator::operator()(char const*, rocksdb::Slice const&) const",
                                   12804974 + 7879984))
         self.assertEqual(len(top), 4)
+        # the annotated sources after the table (call lines, source lines, their total) are not functions
+        names = [name for name, _ in top]
+        self.assertFalse([n for n in names if "(2,001x)" in n or "events annotated" in n or "_carriage" in n], names)
         self.assertEqual(function_name("???:0x00000000017de690 [/usr/bin/ceph-osd]"), "0x00000000017de690")
         self.assertEqual(function_name("std::map<int, int>::find(int const&) [/usr/bin/ceph-osd]"),
                          "std::map<int, int>::find(int const&)")
