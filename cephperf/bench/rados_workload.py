@@ -1,7 +1,7 @@
 """The workload file of ci/rados-model-test (bench/rados-model.toml), checked
-before anything runs: ceph_test_rados' ops and weights, when the PG split and
-the OSD restart come, the omap model's ops, fsck's time limit. A fault names
-the file and what is wrong, on one line.
+before anything runs: ceph_test_rados' ops and weights, when the PG split, the
+OSD restart and the deep scrub come, the omap model's ops, fsck's time limit.
+A fault names the file and what is wrong, on one line.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ NUMBERS = {
     "test_rados": ("ops", "objects", "max_in_flight", "object_size", "seconds"),
     "split": ("at", "pg_num", "seconds"),
     "restart": ("at", "seconds"),
+    "deep_scrub": ("at", "seconds"),
     "omap": ("pool_pgs", "objects", "ops", "rounds", "key_space", "max_keys_per_set", "max_value_bytes",
              "max_subops", "op_timeout"),
     "fsck": ("seconds",),
@@ -47,11 +48,12 @@ def load_workload(path: Path, ops: int | None) -> dict:
                 raise workload_error(path, f"[{table}] {key} must be a positive number")
     check_weights(path, "test_rados", data["test_rados"].get("op_weights"))
     check_weights(path, "omap", data["omap"].get("op_weights"), OMAP_KINDS)
-    for table in ("split", "restart"):
+    for table in ("split", "restart", "deep_scrub"):
         if not data[table]["at"] < 1:
             raise workload_error(path, f"[{table}] at is the fraction of the ops started, below 1")
-    if not data["split"]["at"] < data["restart"]["at"]:
-        raise workload_error(path, "[split] at must come before [restart] at: the split, then the restart")
+    if not data["split"]["at"] < data["restart"]["at"] < data["deep_scrub"]["at"]:
+        raise workload_error(path, "[split] at, [restart] at and [deep_scrub] at must rise: the split, the "
+                             "restart, then the deep scrub")
     t = data["test_rados"]
     if ops is not None:
         t["ops"] = ops

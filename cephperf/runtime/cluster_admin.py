@@ -1,6 +1,7 @@
 """Pool and OSD administration of a bench cluster, as an operator does it
 (ceph CLI, run-time options, a PG split carried out by ceph-mgr, an OSD
-restart), for ci/rados-model-test's steps; each waits for its effect."""
+restart, a deep scrub), for ci/rados-model-test's steps; each waits for its
+effect."""
 from __future__ import annotations
 
 import json
@@ -111,3 +112,40 @@ def restart_osd(cluster: Cluster, seconds: int) -> dict:
 
     return {"up_from": up_from, "up_again_from": wait_until("osd.0 up again after its restart", seconds,
                                                             booted_again, cluster)}
+
+
+def deep_scrub_pool(cluster: Cluster, pool: str, seconds: int) -> dict:
+    """Deep-scrub every PG of the pool, as an operator asks it (ceph pg
+    deep-scrub), and check what the scrubs found; done when each PG's last
+    deep scrub is newer than the request. The PGs must be active+clean first,
+    since a PG scrubs only then."""
+    def listing() -> list[dict]:
+        return ceph_json(cluster, "pg", "ls-by-pool", pool).get("pg_stats", [])
+
+    def all_clean():
+        pgs = listing()
+        return pgs if pgs and all("active+clean" in pg["state"] for pg in pgs) else None
+
+    t0 = time.monotonic()
+    before = {pg["pgid"]: pg["last_deep_scrub_stamp"]
+              for pg in wait_until(f"pool {pool}'s PGs active+clean before a deep scrub", seconds, all_clean, cluster)}
+    # The OSD starts at most one scrub per tick, and skips a tick with this
+    # probability (0.66 by default): about 3 s per PG instead of 1.
+    cluster.ceph("tell", "osd.0", "config", "set", "osd_scrub_backoff_ratio", "0")
+    for pgid in before:
+        cluster.ceph("pg", "deep-scrub", pgid)
+
+    def all_scrubbed():
+        pgs = listing()
+        done = [pg for pg in pgs if pg["last_deep_scrub_stamp"] != before.get(pg["pgid"])
+                and "scrubbing" not in pg["state"]]
+        return pgs if len(done) == len(before) else None
+
+    pgs = wait_until(f"a deep scrub of each of pool {pool}'s {len(before)} PGs", seconds, all_scrubbed, cluster)
+    errors = {pg["pgid"]: (pg["state"], pg["stat_sum"].get("num_scrub_errors", 0)) for pg in pgs
+              if "inconsistent" in pg["state"] or pg["stat_sum"].get("num_scrub_errors", 0)}
+    if errors:
+        raise NodeError(f"the deep scrub of pool {pool} found inconsistencies: "
+                        + ", ".join(f"{pgid} {state} ({n} errors)" for pgid, (state, n) in sorted(errors.items())))
+    return {"pgs": len(pgs), "objects": sum(pg["stat_sum"].get("num_objects", 0) for pg in pgs),
+            "seconds": round(time.monotonic() - t0, 1)}

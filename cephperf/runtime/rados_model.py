@@ -7,8 +7,10 @@ the mgr carries out pg_num changes):
      xattrs, self-managed snapshots, rollbacks and copy-from, every read
      checked against its model of each object. During it the pool's pg_num
      is raised (a PG split: done when the pool has the new count, every PG
-     of it is active and the OSD's own PG count grew as much) and the OSD
-     is stopped and started again; it must finish with no error;
+     of it is active and the OSD's own PG count grew as much), the OSD
+     is stopped and started again, and every PG of the pool is deep-scrubbed
+     while writes go on (each scrub must complete and find nothing); it must
+     finish with no error;
   2. omap with DeleteRange forced (rocksdb_delete_range_threshold 0): random
      compound sets, key and range removals and clears on dozens of objects,
      each object's whole omap compared with a model after every round and
@@ -31,7 +33,8 @@ from pathlib import Path
 
 from .checks import install_candidate, installed_version
 from .cluster import Cluster
-from .cluster_admin import POLL_SECONDS, tell_osd_option, autoscale_off, make_pool, split_pool, restart_osd
+from .cluster_admin import (POLL_SECONDS, autoscale_off, deep_scrub_pool, make_pool, restart_osd, split_pool,
+                            tell_osd_option)
 from .daemon_log import abort_lines
 from .model_workloads import OmapModel, TestRados, pool_ioctx
 from .record import NodeError, recorded
@@ -86,9 +89,11 @@ def abort_summary(cluster: Cluster) -> str:
 
 def test_rados_step(cluster: Cluster, workload: dict, steps: Steps) -> None:
     conf = workload["test_rados"]
-    with steps.step("ceph_test_rados with a PG split and an OSD restart") as entry:
+    with steps.step("ceph_test_rados with a PG split, an OSD restart and a deep scrub") as entry:
         events = [("split", workload["split"]["at"], lambda: split_pool(cluster, POOL, workload["split"])),
-                  ("restart", workload["restart"]["at"], lambda: restart_osd(cluster, workload["restart"]["seconds"]))]
+                  ("restart", workload["restart"]["at"], lambda: restart_osd(cluster, workload["restart"]["seconds"])),
+                  ("deep_scrub", workload["deep_scrub"]["at"],
+                   lambda: deep_scrub_pool(cluster, POOL, workload["deep_scrub"]["seconds"]))]
         run = TestRados(cluster, conf, POOL)
         deadline = time.monotonic() + conf["seconds"]
         try:
@@ -113,12 +118,14 @@ def test_rados_step(cluster: Cluster, workload: dict, steps: Steps) -> None:
         if events:
             raise NotExercised(f"ceph_test_rados finished ({run.started} ops) before the {events[0][0]}: "
                                "give it more ops (--ops)")
-        split, restart = entry["split"], entry["restart"]
+        split, restart, scrub = entry["split"], entry["restart"], entry["deep_scrub"]
         steps.line(f"ceph_test_rados: {run.started} ops ({describe(entry['op_counts'])}), 0 errors; during it "
                    f"pool {POOL} split from {split['pg_num_from']} to {split['pg_num_to']} PGs (the OSD's own "
                    f"PGs {split['osd_pgs_from']} -> {split['osd_pgs_to']}) after {split['ops_started_before']} ops, "
                    f"osd.0 restarted after {restart['ops_started_before']} ops (up again in epoch "
-                   f"{restart['up_again_from']})")
+                   f"{restart['up_again_from']}), and all {scrub['pgs']} PGs ({scrub['objects']} objects) "
+                   f"deep-scrubbed in {scrub['seconds']} s from op {scrub['ops_started_before']} to op "
+                   f"{scrub['ops_started_after']}, finding nothing")
 
 
 def describe(counts: dict) -> str:

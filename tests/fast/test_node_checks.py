@@ -97,8 +97,69 @@ class CommandLineTest(unittest.TestCase):
         check = node_checks.node_check("rados-model-test")
         self.assertEqual(node_checks.pass_line(check, {"stock": "18.2.7+ds-1+deb13u1", "seconds": 30},
                                                {"osd": {"a": "1"}}),
-                         "PASS: ceph_test_rados, the omap model and a deep fsck (ceph-osd 18.2.7+ds-1+deb13u1, "
+                         "PASS: ceph_test_rados with a deep scrub, the omap model and a deep fsck (ceph-osd 18.2.7+ds-1+deb13u1, "
                          "with [osd] a = 1, in 30 s)")
+
+
+class WorkloadFileTest(unittest.TestCase):
+    def test_the_deep_scrub_must_come_after_the_restart(self):
+        text = (REPO / "bench" / "rados-model.toml").read_text()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "rados-model.toml"
+            path.write_text(text.replace("[deep_scrub]\nat = 0.7", "[deep_scrub]\nat = 0.5"))
+            with self.assertRaises(StageError) as caught:
+                load_workload(path, None)
+            self.assertIn(str(path), str(caught.exception))
+            self.assertIn("[deep_scrub] at", str(caught.exception))
+            path.write_text(text.replace("[deep_scrub]\nat = 0.7\n", "[deep_scrub]\n"))
+            with self.assertRaisesRegex(StageError, r"\[deep_scrub\] at must be a positive number"):
+                load_workload(path, None)
+
+
+class DeepScrubTest(unittest.TestCase):
+    """cluster_admin.deep_scrub_pool on canned `ceph pg ls-by-pool` listings."""
+
+    @staticmethod
+    def pg(pgid, stamp, state="active+clean", errors=0, objects=3):
+        return {"pgid": pgid, "last_deep_scrub_stamp": stamp, "state": state,
+                "stat_sum": {"num_scrub_errors": errors, "num_objects": objects}}
+
+    def run_scrub(self, listings):
+        from cephperf.runtime import cluster_admin
+        cluster = mock.Mock()
+        answers = iter({"pg_stats": pgs} for pgs in listings)
+        with mock.patch.object(cluster_admin, "ceph_json", side_effect=lambda *a: next(answers)), \
+                mock.patch.object(cluster_admin, "POLL_SECONDS", 0):
+            return cluster_admin.deep_scrub_pool(cluster, "bench", 60), cluster
+
+    def test_every_pg_is_asked_and_the_scrub_ends_when_each_stamp_moved(self):
+        before = [self.pg("1.0", "t0"), self.pg("1.1", "t0")]
+        half = [self.pg("1.0", "t1"), self.pg("1.1", "t0", "active+clean+scrubbing+deep")]
+        done = [self.pg("1.0", "t1"), self.pg("1.1", "t2", objects=4)]
+        got, cluster = self.run_scrub([before, half, done])
+        got.pop("seconds")
+        self.assertEqual(got, {"pgs": 2, "objects": 7})  # from the last listing, not the half-done one
+        asked = [c.args for c in cluster.ceph.call_args_list if c.args[0] == "pg"]
+        self.assertEqual(asked, [("pg", "deep-scrub", "1.0"), ("pg", "deep-scrub", "1.1")])
+
+    def test_an_inconsistent_pg_fails_the_step_by_name(self):
+        from cephperf.runtime.record import NodeError
+        before = [self.pg("1.0", "t0"), self.pg("1.1", "t0")]
+        done = [self.pg("1.0", "t1"), self.pg("1.1", "t1", "active+clean+inconsistent", errors=2)]
+        with self.assertRaisesRegex(NodeError, r"1\.1 active\+clean\+inconsistent \(2 errors\)"):
+            self.run_scrub([before, done])
+
+    def test_a_scrub_that_never_ends_fails_within_its_time(self):
+        from cephperf.runtime import cluster_admin
+        from cephperf.runtime.record import NodeError
+        cluster = mock.Mock()
+        stuck = {"pg_stats": [self.pg("1.0", "t0")]}
+        clock = iter(range(0, 10_000, 30))
+        with mock.patch.object(cluster_admin, "ceph_json", return_value=stuck), \
+                mock.patch.object(cluster_admin, "POLL_SECONDS", 0), \
+                mock.patch.object(cluster_admin.time, "monotonic", side_effect=lambda: next(clock)):
+            with self.assertRaisesRegex(NodeError, r"a deep scrub of each of pool bench's 1 PGs: not within 60 s"):
+                cluster_admin.deep_scrub_pool(cluster, "bench", 60)
 
 
 if __name__ == "__main__":

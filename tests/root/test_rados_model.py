@@ -1,8 +1,10 @@
 """ci/rados-model-test: CI's smoke of upstream's model-checked RADOS workload.
 
 On Debian's stock packages, which must pass (it checks the test itself): a
-short ceph_test_rados run with its PG split and OSD restart, the omap model
-with DeleteRange forced, and a deep fsck. With the known broken variant,
+short ceph_test_rados run with its PG split, OSD restart and deep scrub, the
+omap model with DeleteRange forced, and a deep fsck. With scrubs unable to
+start (osd_max_scrubs 0) the deep scrub must fail within its time. With the
+known broken variant,
 bench/conf/rocksdb-insert-hint-on.conf (RocksDB 7.9's memtable insert hint
 together with DeleteRange, facebook/rocksdb#5118), it must fail and name
 the harm: the OSD's abort, its segfault, or the keys the model finds lost
@@ -39,6 +41,8 @@ class RadosModelTest(unittest.TestCase):
         self.assertGreaterEqual(test_rados["split"]["osd_pgs_to"] - test_rados["split"]["osd_pgs_from"],
                                 test_rados["split"]["pg_num_to"] - test_rados["split"]["pg_num_from"])
         self.assertGreater(test_rados["restart"]["up_again_from"], test_rados["restart"]["up_from"])
+        self.assertEqual(test_rados["deep_scrub"]["pgs"], test_rados["split"]["pg_num_to"])
+        self.assertGreaterEqual(test_rados["deep_scrub"]["ops_started_before"], 0.7 * int(SMOKE_OPS))
         self.assertEqual(sum(test_rados["op_counts"].values()), int(SMOKE_OPS) - 1)  # it stops before op N
         for kind in ("read", "write", "append", "delete", "setattr", "rmattr", "snap_create", "snap_remove",
                      "rollback", "copy_from"):
@@ -48,6 +52,17 @@ class RadosModelTest(unittest.TestCase):
         self.assertEqual(fsck["exit"], 0)
         self.assertIn("fsck success", r.stderr)
         self.assertFalse((self.out / "log").exists(), "a pass keeps no logs")
+
+    def test_a_deep_scrub_that_never_runs_fails_within_its_time(self):
+        workload = Path(self.tmp.name) / "rados-model.toml"
+        text = (REPO / "bench" / "rados-model.toml").read_text()
+        workload.write_text(text.replace("[deep_scrub]\nat = 0.7\nseconds = 300\n", "[deep_scrub]\nat = 0.7\nseconds = 60\n"))
+        self.assertIn("seconds = 60", workload.read_text())
+        r = run_stage("rados-model-test", "--stock", "--ops", SMOKE_OPS, "--conf", "osd_max_scrubs=0",
+                      "--workload", workload, "--out", self.out, timeout=RUN_SECONDS)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr[-4000:])
+        self.assertIn("rados model test failed: ceph_test_rados with a PG split, an OSD restart and a deep scrub: "
+                      "a deep scrub of each of pool bench's 64 PGs: not within 60 s", r.stderr)
 
     def test_insert_hint_with_delete_range_fails_naming_the_harm(self):
         r = run_stage("rados-model-test", "--stock", "--ops", SMOKE_OPS, "--osd-conf", BROKEN, "--out", self.out,
