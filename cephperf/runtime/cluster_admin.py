@@ -36,8 +36,16 @@ def tell_osd_option(cluster: Cluster, key: str, value: str) -> None:
     """At run time, as an operator would; the OSD must report it back."""
     cluster.ceph("tell", "osd.0", "config", "set", key, value)
     got = ceph_json(cluster, "tell", "osd.0", "config", "get", key)
-    if str(got.get(key)) != value:
+    if not same_value(str(got.get(key)), value):
         raise NodeError(f"osd.0 did not take {key} = {value}: {got}")
+
+
+def same_value(reported: str, value: str) -> bool:
+    """The OSD reports a float option in its own format (0 as 0.000000)."""
+    try:
+        return float(reported) == float(value)
+    except ValueError:
+        return reported == value
 
 
 def autoscale_off(cluster: Cluster, pool: str) -> None:
@@ -131,7 +139,7 @@ def deep_scrub_pool(cluster: Cluster, pool: str, seconds: int) -> dict:
               for pg in wait_until(f"pool {pool}'s PGs active+clean before a deep scrub", seconds, all_clean, cluster)}
     # The OSD starts at most one scrub per tick, and skips a tick with this
     # probability (0.66 by default): about 3 s per PG instead of 1.
-    cluster.ceph("tell", "osd.0", "config", "set", "osd_scrub_backoff_ratio", "0")
+    tell_osd_option(cluster, "osd_scrub_backoff_ratio", "0")
     for pgid in before:
         cluster.ceph("pg", "deep-scrub", pgid)
 

@@ -116,6 +116,15 @@ class WorkloadFileTest(unittest.TestCase):
                 load_workload(path, None)
 
 
+class OptionValueTest(unittest.TestCase):
+    def test_a_float_option_is_read_back_in_the_osds_format(self):
+        from cephperf.runtime.cluster_admin import same_value
+        self.assertTrue(same_value("0.000000", "0"))
+        self.assertTrue(same_value("0", "0"))
+        self.assertFalse(same_value("0.660000", "0"))
+        self.assertFalse(same_value("rocksdb", "0"))
+
+
 class DeepScrubTest(unittest.TestCase):
     """cluster_admin.deep_scrub_pool on canned `ceph pg ls-by-pool` listings."""
 
@@ -129,8 +138,11 @@ class DeepScrubTest(unittest.TestCase):
         cluster = mock.Mock()
         answers = iter({"pg_stats": pgs} for pgs in listings)
         with mock.patch.object(cluster_admin, "ceph_json", side_effect=lambda *a: next(answers)), \
+                mock.patch.object(cluster_admin, "tell_osd_option") as told, \
                 mock.patch.object(cluster_admin, "POLL_SECONDS", 0):
-            return cluster_admin.deep_scrub_pool(cluster, "bench", 60), cluster
+            got = cluster_admin.deep_scrub_pool(cluster, "bench", 60), cluster
+        told.assert_called_once_with(cluster, "osd_scrub_backoff_ratio", "0")
+        return got
 
     def test_every_pg_is_asked_and_the_scrub_ends_when_each_stamp_moved(self):
         before = [self.pg("1.0", "t0"), self.pg("1.1", "t0")]
@@ -156,6 +168,7 @@ class DeepScrubTest(unittest.TestCase):
         stuck = {"pg_stats": [self.pg("1.0", "t0")]}
         clock = iter(range(0, 10_000, 30))
         with mock.patch.object(cluster_admin, "ceph_json", return_value=stuck), \
+                mock.patch.object(cluster_admin, "tell_osd_option"), \
                 mock.patch.object(cluster_admin, "POLL_SECONDS", 0), \
                 mock.patch.object(cluster_admin.time, "monotonic", side_effect=lambda: next(clock)):
             with self.assertRaisesRegex(NodeError, r"a deep scrub of each of pool bench's 1 PGs: not within 60 s"):
