@@ -24,6 +24,18 @@ GTEST = "src/googletest/googletest"
 CCACHE = shutil.which("ccache")
 
 
+def googletest_ran_none(output: str) -> str | None:
+    """Why a test run that exited 0 proved nothing, or None: googletest exits
+    0 when its filter matches no test (a test case the series does not have
+    yet, a misspelt name), so a run must report at least one passed test."""
+    passed = [int(n) for n in re.findall(r"^\[  PASSED  \] (\d+) tests?\.", output, re.M)]
+    if not passed:
+        return "no googletest summary in its output"
+    if max(passed) == 0:
+        return "no test ran (does its --gtest_filter name tests this source has?)"
+    return None
+
+
 def load_database(build: Path) -> dict:
     """compile_commands.json by resolved source path: Ceph's, and the bundled
     RocksDB's (an ExternalProject with a database of its own) where its
@@ -180,6 +192,10 @@ class Checks:
             return {**entry, "rc": failed}
         rc, secs = self.run([f"/tmp/unit/{name}/{name}", *t.get("args", [])], base[1], f"{name}.run.log",
                             t["timeout_seconds"])
+        if rc == 0:
+            why = googletest_ran_none((self.out / f"{name}.run.log").read_text(errors="replace"))
+            if why:
+                rc = f"{why}; see {name}.run.log"
         return {**entry, "rc": rc, "run_seconds": secs}
 
 

@@ -9,7 +9,7 @@ import unittest
 from pathlib import Path
 
 from cephperf.packaging.flags import judge_case, staged_runpath_problems, static_common_problems
-from cephperf.runtime.patch_tests_helper import command_for, load_database, retarget
+from cephperf.runtime.patch_tests_helper import command_for, googletest_ran_none, load_database, retarget
 from cephperf.stages.build_osd import sync_by_content
 
 GOOD = "-g -O2 -fstack-protector-strong -D_FORTIFY_SOURCE=2 -DNDEBUG"
@@ -187,6 +187,22 @@ class PatchTestsHelperTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class GoogletestRanNoneTest(unittest.TestCase):
+    def test_passed_tests_prove_something(self):
+        out = "[==========] 3 tests from 1 test suite ran. (5 ms total)\n[  PASSED  ] 3 tests.\n"
+        self.assertIsNone(googletest_ran_none(out))
+        self.assertIsNone(googletest_ran_none("[  PASSED  ] 1 test.\n"))
+
+    def test_a_filter_that_matches_nothing_is_named(self):
+        # what googletest prints, exiting 0, for a filter naming no test
+        out = ("Note: Google Test filter = Transaction.NoSuchCase\n"
+               "[==========] 0 tests from 0 test suites ran. (0 ms total)\n[  PASSED  ] 0 tests.\n")
+        self.assertIn("no test ran", googletest_ran_none(out))
+
+    def test_output_without_a_summary_is_named(self):
+        self.assertIn("no googletest summary", googletest_ran_none("ok\n"))
 
 
 class SyncByContentTest(unittest.TestCase):
