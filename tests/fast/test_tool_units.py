@@ -185,9 +185,6 @@ class PatchTestsHelperTest(unittest.TestCase):
                              (["c++", "-O2", "-c", "../src/a.cc"], f"{tmp}/b"))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class GoogletestRanNoneTest(unittest.TestCase):
     def test_passed_tests_prove_something(self):
@@ -230,3 +227,7 @@ class SyncByContentTest(unittest.TestCase):
             self.assertEqual((dest / "src" / "include" / "unit.cc").read_text(), "int f(int);\n")
             self.assertFalse((dest / "src" / "include" / "gone.cc").exists())
             self.assertFalse((dest / ".pc").exists())
+
+
+if __name__ == "__main__":
+    unittest.main()
