@@ -19,6 +19,15 @@ enter_kept_tree() {
       dropped=$(find src/obj-* -type f \( -name '*.o' -o -name '*.a' -o -name '*.so' -o -name '*.so.*' \
         -o -path '*/bin/*' \) -newermt "@$since" -print -delete | wc -l)
     fi
+    # dh configures again when it goes on; with the earlier configure's
+    # cache that is not what a clean build configures: upstream's
+    # src/common/options reads WITH_EC_ISA_PLUGIN before src/erasure-code
+    # caches it, so the default of osd_erasure_code_plugins would become
+    # "jerasure lrc isa" where a clean build (and Debian's) has "jerasure lrc",
+    # and the options header nearly every object includes would change
+    # (+perf14's first resumed build compiled everything again for it).
+    # Without the cache, cmake configures as the first time did.
+    rm -f src/obj-*/CMakeCache.txt
     echo "ceph-perf: resuming the build of $(basename "$DSC") in its kept tree;" \
       "$dropped output(s) of its last $REDO_MINUTES minutes are made again"
     KEPT_TREE_RESUMED=1
