@@ -49,6 +49,27 @@ def programs_that_cannot_load(pkg: str) -> list[str]:
     return missing
 
 
+def osd_defaults() -> dict[str, str]:
+    """Every option's value as the installed ceph-osd starts with it when no
+    ceph.conf sets anything (--show-config prints them and exits)."""
+    out = sh("ceph-osd", "-c", "/dev/null", "-i", "0", "--show-config", timeout=60).stdout
+    shown = {}
+    for line in out.splitlines():
+        name, sep, value = line.partition(" = ")
+        if not sep:
+            raise NodeError(f"ceph-osd --show-config printed a line that is not 'option = value': {line!r}")
+        shown[name] = value
+    return shown
+
+
+def changed_defaults(stock: dict[str, str], ours: dict[str, str]) -> list[str]:
+    """Options of Debian's ceph-osd whose value ours starts with differs (or
+    that ours lacks). Our patches may add options; they change none of
+    Debian's defaults, so an OSD behaves the same until one is set."""
+    return [f"{name} = {stock[name]!r} in Debian's, {ours[name]!r} in ours" if name in ours
+            else f"{name} missing from ours" for name in sorted(stock) if ours.get(name) != stock[name]]
+
+
 def swap_package(cluster: Cluster, *apt_args: str, want: str) -> str:
     """Stop the OSD, change ceph-osd with apt, start it again on the same store."""
     cluster.stop_osd()
@@ -72,12 +93,23 @@ def upgrade_and_downgrade(spec: NodeSpec, cluster: Cluster, result: dict) -> Non
     objects = Objects(cluster, spec.state_dir)
     objects.write("stock")
     objects.verify("written by Debian's ceph-osd")
+    stock_defaults = osd_defaults()
 
     now = swap_package(cluster, "ceph-osd", want=candidate)
     unloadable = programs_that_cannot_load("ceph-osd")
     if unloadable:
         raise NodeError(f"ceph-osd {now}: programs that cannot load: {'; '.join(unloadable)}")
     result["steps"].append(f"every program of ceph-osd {now} finds its libraries and symbols (ldd -r)")
+    our_defaults = osd_defaults()
+    changed = changed_defaults(stock_defaults, our_defaults)
+    if changed:
+        raise NodeError(f"ceph-osd {now} starts with other defaults than Debian's {stock}: {'; '.join(changed)}. "
+                        "A release must configure as Debian's build does (a build that reused an earlier "
+                        "configure's CMake cache does not); rebuild it clean")
+    added = sorted(set(our_defaults) - set(stock_defaults))
+    result["added_options"] = added
+    result["steps"].append(f"ceph-osd {now} starts with Debian's value of all {len(stock_defaults)} of its options"
+                           f"{f', and adds {len(added)}' if added else ''}")
     objects.verify(f"after the upgrade to {now}")
     objects.write("perf")
     objects.verify(f"written by {now}")

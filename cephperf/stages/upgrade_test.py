@@ -11,6 +11,8 @@ signed; its apt-line.txt says how to reach it):
   3. ceph-osd is upgraded to ours with apt-get; every program it ships must
      find its shared libraries and symbols (ldd -r); the OSD restarts on the same
      store and every object must list and read back intact; more are written;
+     with no ceph.conf, it must start with Debian's value of every option
+     Debian's has (ours may add options, never change a default);
   4. ceph-osd is downgraded to Debian's with apt-get; every object, including
      those our OSD wrote, must read back intact.
 Exit 0 on pass, 1 when a step fails (named), 2 when the test could not run.
