@@ -9,5 +9,8 @@ export DEB_BUILD_OPTIONS DEB_BUILD_PROFILES
 # the default 5 GiB would evict a resumed build's objects (debug info)
 ccache --max-size=20G >/dev/null
 ccache --zero-stats >/dev/null
+# dh configures again in the reused tree; without the earlier cache it
+# configures as a clean build does (kept-tree.sh says why)
+rm -f obj-*/CMakeCache.txt
 nice -n 10 dpkg-buildpackage -us -uc -nc $ARGS
 ccache --show-stats | sed -n '1,12p'

@@ -10,7 +10,8 @@ export DEB_BUILD_OPTIONS DEB_BUILD_PROFILES
 . "$(dirname "$0")/kept-tree.sh"
 enter_kept_tree
 B=obj-$(dpkg-architecture -qDEB_HOST_GNU_TYPE)
-if [ ! -f "$B/.ceph-perf-configured" ]; then
+# configured once; again when resumed, since kept-tree.sh removes the cache
+if [ ! -f "$B/.ceph-perf-configured" ] || [ ! -f "$B/CMakeCache.txt" ]; then
   # the release's configure, with the environment dpkg-buildpackage gives it
   dpkg-buildpackage -T override_dh_auto_configure --no-sign -nc
   touch "$B/.ceph-perf-configured"
