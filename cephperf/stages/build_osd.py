@@ -38,6 +38,7 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, hash_inputs, log, main_wrapper, run
+from cephperf.imports import code_inputs
 from cephperf.packaging.release_osd import release_equivalent_osd
 from cephperf.packaging.roots import Root
 from cephperf.packaging.source_tree import assembled_tree
@@ -46,7 +47,13 @@ from cephperf.stage import produce
 BUILD = paths.RUNTIME / "scripts" / "build-osd.sh"
 
 
-def sync_by_content(tree: Path, dest: Path) -> None:
+# The bundled RocksDB is a CMake ExternalProject whose build step runs once
+# and is then marked done by this stamp: ninja never looks at RocksDB's
+# sources again, so a patch to them would leave the old library linked.
+ROCKSDB_BUILD_STAMP = Path("src/rocksdb_ext-prefix/src/rocksdb_ext-stamp/rocksdb_ext-build")
+
+
+def sync_by_content(tree: Path, dest: Path) -> list[str]:
     """Make dest the tree (quilt's .pc/ aside), touching only files whose bytes differ.
 
     Every assembly of the tree applies the whole series again, so each file a
@@ -54,16 +61,36 @@ def sync_by_content(tree: Path, dest: Path) -> None:
     of the last build; with mtimes copied, adding one patch rebuilt all that
     includes any patched header. Compared by checksum and without -t, a file
     whose bytes changed gets the time of the sync (newer than its objects)
-    and an unchanged one keeps the time it was built with."""
-    run(["rsync", "-rlpgoD", "--checksum", "--delete", "--exclude=/.pc", f"{tree}/", f"{dest}/"],
-        "syncing the tree")
+    and an unchanged one keeps the time it was built with.
+
+    Returns the paths, relative to dest, of the files written or removed."""
+    r = run(["rsync", "-rlpgoD", "--checksum", "--delete", "--exclude=/.pc", "--itemize-changes",
+             f"{tree}/", f"{dest}/"], "syncing the tree")
+    changed = []
+    for line in r.stdout.splitlines():
+        change, _, path = line.partition(" ")
+        if change.startswith(">f") or change == "*deleting":
+            changed.append(path.strip())
+    return changed
+
+
+def forget_rocksdb_build(changed: list[str], build_dir: Path) -> bool:
+    """Have ninja run RocksDB's own (incremental) build again when a file of
+    RocksDB changed: removes the ExternalProject's build stamp. Done before
+    the build, so an interrupted build still rebuilds RocksDB when resumed."""
+    if not any(p.startswith("src/rocksdb/") for p in changed):
+        return False
+    (build_dir / ROCKSDB_BUILD_STAMP).unlink(missing_ok=True)
+    return True
 
 
 def build(tree: Path, tree_key: str, targets: str, jobs: int, new: Path) -> dict:
     work = paths.osd_build()
     (work / "build").mkdir(parents=True, exist_ok=True)
     log(f"syncing the tree into {work / 'src'}")
-    sync_by_content(tree, work / "src")
+    changed = sync_by_content(tree, work / "src")
+    if forget_rocksdb_build(changed, work / "build"):
+        log("RocksDB's sources changed: its build runs again")
     t0 = time.monotonic()
     rc = Root("build", tree).run(["bash", str(BUILD)], env={"WORK": str(work), "MINIMAL": str(paths.OSD_MINIMAL),
                                                             "JOBS": str(jobs), "TARGETS": targets})
@@ -89,7 +116,10 @@ def execute():
         raise StageError("--dsc and --out go with --release", EXIT_ERROR)
     tree, tree_key = assembled_tree()
     out = paths.osd_build() / "out"
-    key = hash_inputs([("tree", tree_key), ("targets", args.targets), ("minimal", paths.OSD_MINIMAL),
+    # the code is keyed too: a fix to how the tree reaches ninja (the RocksDB
+    # stamp) must not leave a ceph-osd built without it counted as current
+    key = hash_inputs([("tree", tree_key), *code_inputs(__name__), ("targets", args.targets),
+                       ("minimal", paths.OSD_MINIMAL),
                        ("script", BUILD), ("buildflags", BUILD.with_name("dpkg-buildflags.sh"))])
     produce(out, key, lambda new: build(tree, tree_key, args.targets, args.jobs, new),
             valid=lambda st: (out / "ceph-osd").exists())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cephperf.packaging.flags import judge_case, staged_runpath_problems, static_common_problems
 from cephperf.runtime.patch_tests_helper import command_for, googletest_ran_none, load_database, retarget
-from cephperf.stages.build_osd import sync_by_content
+from cephperf.stages.build_osd import ROCKSDB_BUILD_STAMP, forget_rocksdb_build, sync_by_content
 
 GOOD = "-g -O2 -fstack-protector-strong -D_FORTIFY_SOURCE=2 -DNDEBUG"
 
@@ -227,6 +227,31 @@ class SyncByContentTest(unittest.TestCase):
             self.assertEqual((dest / "src" / "include" / "unit.cc").read_text(), "int f(int);\n")
             self.assertFalse((dest / "src" / "include" / "gone.cc").exists())
             self.assertFalse((dest / ".pc").exists())
+
+    def test_a_changed_rocksdb_file_runs_rocksdbs_build_again(self):
+        with tempfile.TemporaryDirectory() as d:
+            tree, dest, build = Path(d, "tree"), Path(d, "dest"), Path(d, "build")
+            (tree / "src" / "rocksdb" / "include").mkdir(parents=True)
+            (tree / "src" / "kv").mkdir(parents=True)
+            (tree / "src" / "rocksdb" / "include" / "status.h").write_text("class Status;\n")
+            (tree / "src" / "kv" / "RocksDBStore.cc").write_text("int f();\n")
+            stamp = build / ROCKSDB_BUILD_STAMP
+            stamp.parent.mkdir(parents=True)
+            self.assertTrue(forget_rocksdb_build(sync_by_content(tree, dest), build))
+            stamp.touch()  # RocksDB built
+            # assembled again, RocksDB's bytes the same: its build stays done
+            (tree / "src" / "rocksdb" / "include" / "status.h").write_text("class Status;\n")
+            (tree / "src" / "kv" / "RocksDBStore.cc").write_text("int f(int);\n")
+            changed = sync_by_content(tree, dest)
+            self.assertEqual(changed, ["src/kv/RocksDBStore.cc"])
+            self.assertFalse(forget_rocksdb_build(changed, build))
+            self.assertTrue(stamp.exists())
+            # a patch to a RocksDB header: the stamp goes, so ninja builds it again
+            (tree / "src" / "rocksdb" / "include" / "status.h").write_text("class Status {};\n")
+            changed = sync_by_content(tree, dest)
+            self.assertEqual(changed, ["src/rocksdb/include/status.h"])
+            self.assertTrue(forget_rocksdb_build(changed, build))
+            self.assertFalse(stamp.exists())
 
 
 if __name__ == "__main__":
