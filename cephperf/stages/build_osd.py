@@ -9,7 +9,9 @@ so everything lives in the persistent cache and a re-run resumes:
   $CEPH_PERF_CACHE/builds/osd/src/     snapshot of the assembled tree (rsync
                                        by content, so only files whose bytes
                                        changed rebuild; the work tree may
-                                       change meanwhile)
+                                       change meanwhile; a changed file of
+                                       the bundled RocksDB runs its own
+                                       build again)
   $CEPH_PERF_CACHE/builds/osd/build/   the ninja build directory
   $CEPH_PERF_CACHE/ccache/             compiler cache
   $CEPH_PERF_CACHE/builds/osd/out/     ceph-osd (unstripped) + stamp.json
