@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import paths
 from ..common import (EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_pins, load_toml, log, read_stamp,
                       write_atomic)
+from ..imports import code_inputs
 from ..stage import produce
 from . import blhc, pgo, profiles
 from .buildlog import build_in_root
@@ -186,6 +187,21 @@ def release_build(dsc: Path, kind: str, build_env: dict, new: Path, previous: Pa
             "build_key": build_key}
 
 
+def release_keys(dsc: Path, kind: str, build_env: dict) -> tuple[str, str]:
+    """The build's key (what a kept tree resumes and a finished build is
+    taken over by) and its checks' key."""
+    # dpkg_build holds dpkg-buildpackage's arguments for each profile
+    build_key = hash_inputs([("dsc", dsc), ("profile", kind), ("environment", what_is_built(build_env)),
+                             ("script", BUILD), ("kept tree", KEPT_TREE_SCRIPT),
+                             *code_inputs("cephperf.packaging.dpkg_build")])
+    # what only the checks read, this stage's code among them (blhc's and the
+    # LTO warnings' readers, the counts' and .changes' checks): a change
+    # re-judges the build, it does not redo it
+    checks_key = hash_inputs([("lintian", LINTIAN), ("blhc", BLHC_RULES), ("lto", LTO_RULES),
+                              *code_inputs(__name__)])
+    return build_key, checks_key
+
+
 def built_release(dsc: Path | None, kind: str, environ: dict, jobs: int | None, out: Path) -> Path:
     """`out` holding the clean build of `dsc` (default: ci/build-debs --source-only's)
     under environ's DEB_BUILD_OPTIONS and DEB_BUILD_PROFILES, building it unless
@@ -196,10 +212,7 @@ def built_release(dsc: Path | None, kind: str, environ: dict, jobs: int | None, 
     build_env = build_environment(environ, kind, jobs)
     pgo.require_counts(load_pins(), build_env["DEB_BUILD_PROFILES"])
     # the .dsc holds the checksums of every file it names
-    build_key = hash_inputs([("dsc", dsc), ("profile", kind), ("environment", what_is_built(build_env)),
-                             ("script", BUILD), ("kept tree", KEPT_TREE_SCRIPT)])
-    # what only the checks read: a change re-judges the build, it does not redo it
-    checks_key = hash_inputs([("lintian", LINTIAN), ("blhc", BLHC_RULES), ("lto", LTO_RULES)])
+    build_key, checks_key = release_keys(dsc, kind, build_env)
     key = hash_inputs([("build", build_key), ("checks", checks_key)])
     produce(out, key, lambda new: release_build(dsc, kind, build_env, new, out, build_key),
             resumable=True, resume_key=build_key)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from cephperf import paths
 from cephperf.common import StageError, EXIT_ERROR, hash_inputs, load_pins, log, main_wrapper, pinned_file, run
+from cephperf.imports import code_inputs
 from cephperf.packaging.buildlog import build_in_root
 from cephperf.packaging.changelog import changelog_epoch
 from cephperf.packaging.dpkg_build import ARGS, build_environment, dpkg_args, what_is_built
@@ -55,10 +56,11 @@ def pin_debian_mtimes(tree: Path) -> int:
 
 
 def build_key(tree_key: str, kind: str, build_env: dict) -> str:
-    """What the packages are made from."""
+    """What the packages are made from, and the code that makes them (the
+    source package's bytes depend on pin_debian_mtimes, for one)."""
     return hash_inputs([("tree", tree_key), ("kind", kind), ("args", " ".join(ARGS[kind])),
                         ("environment", what_is_built(build_env)),
-                        ("script", BUILD.read_text() + LINTIAN.read_text())])
+                        ("script", BUILD.read_text() + LINTIAN.read_text()), *code_inputs(__name__)])
 
 
 def dpkg_buildpackage(root: Root, kind: str, src: Path, work: Path, build_env: dict) -> None:

@@ -49,6 +49,8 @@ BINARY = "ceph_test_objectstore"
 # Debian's, from package ceph-test in the runtime root (cmake/roots.toml)
 STOCK_BINARY = Path("/usr/bin") / BINARY
 NODE = paths.RUNTIME / "store_test.py"
+# the key covers what the node runs inside the root: its module and what it imports
+NODE_MODULE = "cephperf.runtime.store_test"
 # What store_test.cc's fixtures run on; the subset's tests must be these instances.
 STORE = "bluestore"
 
@@ -173,6 +175,14 @@ def failure(report: dict, out: Path) -> str:
     return text
 
 
+def run_key(binary: Path, stock: bool, subset: Path, passes: list, root_key: str) -> str:
+    """What a passed run vouches for: the binary, the selection, the root it
+    ran in, and the code on both sides of the root."""
+    return hash_inputs([("binary", sha256_file(binary)), ("stock", str(stock)), ("subset", subset),
+                        ("selection", json.dumps(passes, sort_keys=True)), ("root", root_key),
+                        *code_inputs(__name__), *code_inputs(NODE_MODULE)])
+
+
 def execute():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     which = p.add_mutually_exclusive_group()
@@ -197,9 +207,7 @@ def execute():
                    "or run Debian's with --stock")
     if not host_binary.is_file():
         raise StageError(missing, EXIT_ERROR)
-    key = hash_inputs([("binary", sha256_file(host_binary)), ("stock", str(args.stock)), ("subset", path),
-                       ("selection", json.dumps(passes, sort_keys=True)), ("root", Root("runtime").key),
-                       *code_inputs(__name__), ("node", NODE)])
+    key = run_key(host_binary, args.stock, path, passes, Root("runtime").key)
     expected = sum(t["expected_seconds"] for x in passes for t in x["tests"])
     log(f"{binary}: {sum(len(x['tests']) for x in passes)} test runs planned in {len(passes)} passes "
         f"({int(expected // 60)} min {int(expected % 60)} s of tests with Debian's binary here)")

@@ -15,7 +15,9 @@ from tests.helpers import REPO
 
 from cephperf import pipeline
 from cephperf.common import StageError, load_pins
-from cephperf.packaging import source_tree
+from cephperf.packaging import release_build, source_tree
+from cephperf.packaging.dpkg_build import build_environment
+from cephperf.stages import build_debs, store_test
 from cephperf.imports import closure, module_file
 
 DECLARED = [s.name for s in pipeline.load()]
@@ -180,6 +182,36 @@ class OwnKeysTest(unittest.TestCase):
         for module in ("source_tree", "fetch", "archive", "series", "pgo", "changelog"):
             self.assertIn(f"code cephperf/packaging/{module}.py", items)
         self.assertNotIn("code cephperf/stages/source.py", items, "the tree is the library's, whoever asks for it")
+
+    def capture(self, module, call):
+        """The items of every hash_inputs call `call` makes through `module`."""
+        captured = []
+        with mock.patch.object(module, "hash_inputs", side_effect=lambda items: captured.append(dict(items)) or "k"):
+            call()
+        return captured
+
+    def test_the_source_packages_key_covers_the_code_that_makes_it(self):
+        environment = build_environment({}, "source", 2)
+        [items] = self.capture(build_debs, lambda: build_debs.build_key("tree", "source", environment))
+        self.assertIn("code cephperf/stages/build_debs.py", items)
+        self.assertIn("code cephperf/packaging/changelog.py", items)
+
+    def test_a_release_builds_checks_are_keyed_on_their_code_and_its_build_on_its_arguments(self):
+        environment = build_environment({}, "osd-only", 2)
+        build, checks = self.capture(release_build, lambda: release_build.release_keys(
+            REPO / "cmake/pins.toml", "osd-only", environment))
+        for module in ("release_build", "blhc", "lto_warnings", "pgo"):
+            self.assertIn(f"code cephperf/packaging/{module}.py", checks)
+        self.assertIn("code cephperf/packaging/dpkg_build.py", build)
+        # a change to the checks' code re-judges a finished build, never redoes it
+        self.assertNotIn("code cephperf/packaging/release_build.py", build)
+
+    def test_a_store_test_pass_is_keyed_on_the_code_run_inside_the_root(self):
+        with tempfile.NamedTemporaryFile() as binary:
+            [items] = self.capture(store_test, lambda: store_test.run_key(
+                Path(binary.name), False, REPO / "cmake/store-test.toml", [], "root"))
+        for f in ("stages/store_test.py", "runtime/store_test.py", "runtime/record.py", "runtime/shell.py"):
+            self.assertIn(f"code cephperf/{f}", items)
 
 
 class ImportsTest(unittest.TestCase):
