@@ -48,8 +48,7 @@ SUBSET = paths.CMAKE / "store-test.toml"
 BINARY = "ceph_test_objectstore"
 # Debian's, from package ceph-test in the runtime root (cmake/roots.toml)
 STOCK_BINARY = Path("/usr/bin") / BINARY
-NODE = paths.RUNTIME / "store_test.py"
-# the key covers what the node runs inside the root: its module and what it imports
+# what runs inside the runtime root; the key covers it and what it imports
 NODE_MODULE = "cephperf.runtime.store_test"
 # What store_test.cc's fixtures run on; the subset's tests must be these instances.
 STORE = "bluestore"
@@ -60,7 +59,7 @@ def node(command: str, plan: dict, state: Path, binds: list[Path]) -> dict:
     (state / RECORD).unlink(missing_ok=True)
     plan_file = state / f"{command}.json"
     write_atomic(plan_file, json.dumps(plan, indent=2))
-    rc = Root("runtime").run(["python3", "-m", "cephperf.runtime.store_test", command, str(plan_file)],
+    rc = Root("runtime").run(["python3", "-m", NODE_MODULE, command, str(plan_file)],
                              binds=binds, cwd=Path("/"), env={"PYTHONPATH": str(paths.REPO)})
     try:
         record = json.loads((state / RECORD).read_text())
