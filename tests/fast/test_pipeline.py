@@ -175,10 +175,7 @@ class OwnKeysTest(unittest.TestCase):
     """A stage that skips its own work keys it on its code the same way."""
 
     def test_the_source_trees_key_covers_the_code_that_assembles_it(self):
-        captured = []
-        with mock.patch.object(source_tree, "hash_inputs", side_effect=lambda items: captured.append(dict(items))):
-            source_tree.tree_inputs(source_tree.Sources(), load_pins())
-        [items] = captured
+        [items] = self.capture(source_tree, lambda: source_tree.tree_inputs(source_tree.Sources(), load_pins()))
         for module in ("source_tree", "fetch", "archive", "series", "pgo", "changelog"):
             self.assertIn(f"code cephperf/packaging/{module}.py", items)
         self.assertNotIn("code cephperf/stages/source.py", items, "the tree is the library's, whoever asks for it")
