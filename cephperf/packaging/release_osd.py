@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .. import paths
 from ..common import EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_pins, log
+from ..imports import code_inputs
 from ..stage import produce
 from . import pgo
 from .buildlog import build_in_root
@@ -49,6 +50,20 @@ def build(dsc: Path, build_env: dict, new: Path) -> dict:
     return {"dsc": dsc.name, **build_env, "seconds": seconds, "resumed": resuming}
 
 
+def osd_key(dsc: Path, build_env: dict) -> str:
+    """What an OSD built before is taken over by (and a kept tree resumed
+    by). This module and dpkg_build decide how the source package reaches
+    dpkg-buildpackage, as they do for the release's build: a fix to either
+    must not leave an OSD built without it counted as the release's. Not
+    the closure of this module: through release_build it would take in the
+    release's lintian and blhc readers, and a fix to those does not change
+    an OSD."""
+    own = Path(__file__).resolve()
+    return hash_inputs([("dsc", dsc), ("environment", what_is_built(build_env)), ("script", BUILD),
+                        ("kept tree", KEPT_TREE_SCRIPT), (f"code {own.relative_to(paths.REPO)}", own),
+                        *code_inputs("cephperf.packaging.dpkg_build")])
+
+
 def release_equivalent_osd(dsc: Path | None, environ: dict, jobs: int | None, out: Path) -> Path:
     """`out` holding ceph-osd built from `dsc` (default: the release's source
     package) as the osd-only release builds it under environ's
@@ -59,8 +74,7 @@ def release_equivalent_osd(dsc: Path | None, environ: dict, jobs: int | None, ou
         raise StageError(f"{dsc}: no such source package", EXIT_ERROR)
     build_env = build_environment(environ, "osd-only", jobs)
     pgo.require_counts(load_pins(), build_env["DEB_BUILD_PROFILES"])
-    key = hash_inputs([("dsc", dsc), ("environment", what_is_built(build_env)), ("script", BUILD),
-                       ("kept tree", KEPT_TREE_SCRIPT)])
+    key = osd_key(dsc, build_env)
     produce(out, key, lambda new: build(dsc, build_env, new), resumable=True,
             valid=lambda stamp: (out / "ceph-osd").is_file())
     return out

@@ -15,7 +15,7 @@ from tests.helpers import REPO
 
 from cephperf import pipeline
 from cephperf.common import StageError, load_pins
-from cephperf.packaging import release_build, source_tree
+from cephperf.packaging import release_build, release_osd, source_tree
 from cephperf.packaging.dpkg_build import build_environment
 from cephperf.stages import build_debs, store_test
 from cephperf.imports import closure, module_file
@@ -202,6 +202,13 @@ class OwnKeysTest(unittest.TestCase):
         self.assertIn("code cephperf/packaging/dpkg_build.py", build)
         # a change to the checks' code re-judges a finished build, never redoes it
         self.assertNotIn("code cephperf/packaging/release_build.py", build)
+
+    def test_a_release_equivalent_osd_is_keyed_on_the_code_that_builds_it(self):
+        environment = build_environment({}, "osd-only", 2)
+        [items] = self.capture(release_osd, lambda: release_osd.osd_key(REPO / "cmake/pins.toml", environment))
+        self.assertIn("code cephperf/packaging/release_osd.py", items)
+        self.assertIn("code cephperf/packaging/dpkg_build.py", items)
+        self.assertNotIn("code cephperf/packaging/blhc.py", items, "a check of packages does not change an OSD")
 
     def test_a_store_test_pass_is_keyed_on_the_code_run_inside_the_root(self):
         with tempfile.NamedTemporaryFile() as binary:
