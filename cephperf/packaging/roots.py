@@ -30,6 +30,11 @@ from .fetch import apt_proxies
 ROOTS_TOML = paths.ROOTS_TOML
 ENTER = paths.RUNTIME / "enter_root.py"
 
+# Where a root of Build-Depends gets the tree's debian/ while it is made;
+# the copy on the host is a temporary directory, named in the key by this.
+DEPS_IN_ROOT = "/tmp/ceph-perf-deps"
+COPIED_DEBIAN = "<the tree's debian/control and changelog>"
+
 # Environment passed into a root; everything else from the host is dropped so
 # that builds do not depend on who runs them.
 PASS_ENV = ("TERM", "DEB_BUILD_OPTIONS", "DEB_BUILD_PROFILES", "CEPH_PERF_CACHE", "CEPH_PERF_BUILD",
@@ -64,12 +69,30 @@ class Root:
             ("conf", json.dumps(self.conf, sort_keys=True)),
             ("sources", sources_lines(self.entries)),
             ("build-depends", deps),
+            # how the root is made: a changed hook or option makes another root
+            ("mmdebstrap", json.dumps(self.contents_args(COPIED_DEBIAN))),
         ])[:16]
         self.dir = paths.roots_dir()
         self.tarball = self.dir / f"{kind}-{self.key}.tar"
         self.extracted = self.dir / f"{kind}-{self.key}"
 
     # -- creation -----------------------------------------------------------
+    def contents_args(self, copied_debian: str) -> list[str]:
+        """mmdebstrap's options that decide what the root holds: its whole
+        command but the host's apt proxy, the suite, the output and the
+        sources (each keyed on its own). copied_debian is the directory
+        holding the tree's debian/control and changelog, for a root of
+        Build-Depends."""
+        args = [f"--variant={self.conf['variant']}", "--format=tar", "--mode=root",
+                "--aptopt=APT::Install-Recommends \"false\"",
+                "--include=" + ",".join(self.conf.get("packages", []))]
+        if self.conf.get("build_depends"):
+            args += [f"--customize-hook=mkdir -p \"$1{DEPS_IN_ROOT}\"",
+                     f"--customize-hook=copy-in {shlex.quote(copied_debian)} {DEPS_IN_ROOT}",
+                     f"--customize-hook=chroot \"$1\" apt-get -y --no-install-recommends build-dep {DEPS_IN_ROOT}",
+                     f"--customize-hook=rm -rf \"$1{DEPS_IN_ROOT}\""]
+        return args + ["--customize-hook=chroot \"$1\" apt-get clean"]
+
     def create(self) -> bool:
         """Make the tarball unless it exists. Returns True on a cache hit."""
         if self.tarball.exists() and read_stamp(self.tarball.with_suffix(".json")):
@@ -79,25 +102,18 @@ class Root:
         for stale in self.dir.glob(f"{self.tarball.name}.part-*"):
             stale.unlink(missing_ok=True)
         part = self.tarball.with_name(f"{self.tarball.name}.part-{os.getpid()}")
-        cmd = ["mmdebstrap", f"--variant={self.conf['variant']}", "--format=tar", "--mode=root",
-               "--aptopt=APT::Install-Recommends \"false\"",
-               # mmdebstrap's apt does not read the host's apt.conf.d: its proxy is passed on
-               *[f'--aptopt=Acquire::{scheme}::Proxy "{url}"' for scheme, url in apt_proxies().items()
-                 if scheme in ("http", "https")],
-               "--include=" + ",".join(self.conf.get("packages", []))]
         with tempfile.TemporaryDirectory() as tmp:
+            deps = Path(tmp) / "debian"
             if self.conf.get("build_depends"):
-                deps = Path(tmp) / "debian"
                 deps.mkdir()
                 for name in ("control", "changelog"):
                     (deps / name).write_bytes((self.tree / "debian" / name).read_bytes())
-                cmd += ["--customize-hook=mkdir -p \"$1/tmp/ceph-perf-deps\"",
-                        f"--customize-hook=copy-in {shlex.quote(str(deps))} /tmp/ceph-perf-deps",
-                        "--customize-hook=chroot \"$1\" apt-get -y --no-install-recommends build-dep /tmp/ceph-perf-deps",
-                        "--customize-hook=rm -rf \"$1/tmp/ceph-perf-deps\""]
-            cmd += ["--customize-hook=chroot \"$1\" apt-get clean",
-                    self.conf["suite"], str(part)]
-            cmd += [line for line in sources_lines(self.entries).splitlines()]
+            cmd = ["mmdebstrap",
+                   # mmdebstrap's apt does not read the host's apt.conf.d: its proxy is passed on
+                   *[f'--aptopt=Acquire::{scheme}::Proxy "{url}"' for scheme, url in apt_proxies().items()
+                     if scheme in ("http", "https")],
+                   *self.contents_args(str(deps)), self.conf["suite"], str(part),
+                   *sources_lines(self.entries).splitlines()]
             log(f"creating the {self.kind} root with mmdebstrap (a few minutes)")
             t0 = time.monotonic()
             try:

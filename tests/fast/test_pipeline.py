@@ -3,6 +3,7 @@ derives from it: the README's chain and docs/stages.md's chain and table
 cannot drift from it, each stage's program is the thin entry point of the
 declared module, the CMake targets are one per stage, and a check stage's
 up-to-date key covers the code it runs, found from the imports."""
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from tests.helpers import REPO
 
 from cephperf import pipeline
 from cephperf.common import StageError, load_pins
-from cephperf.packaging import release_build, release_osd, source_tree
+from cephperf.packaging import release_build, release_osd, roots, source_tree
 from cephperf.packaging.dpkg_build import build_environment
 from cephperf.stages import build_debs, store_test
 from cephperf.imports import closure, module_file
@@ -209,6 +210,24 @@ class OwnKeysTest(unittest.TestCase):
         self.assertIn("code cephperf/packaging/release_osd.py", items)
         self.assertIn("code cephperf/packaging/dpkg_build.py", items)
         self.assertNotIn("code cephperf/packaging/blhc.py", items, "a check of packages does not change an OSD")
+
+    def test_a_roots_key_names_the_mmdebstrap_command_that_makes_it(self):
+        with tempfile.TemporaryDirectory() as cache, mock.patch.dict(os.environ, {"CEPH_PERF_CACHE": cache}), \
+                mock.patch.object(roots, "apt_proxies", return_value={}):
+            root = roots.Root("runtime")
+            ran = []
+
+            def mmdebstrap(cmd, *args, **kwargs):
+                ran.append(cmd)
+                raise StageError("the test stops before mmdebstrap runs", 1)
+
+            with mock.patch.object(roots, "run", side_effect=mmdebstrap), self.assertRaises(StageError):
+                root.create()
+            [cmd] = ran
+            # all that runs before the suite, the output and the sources is keyed
+            self.assertEqual(cmd[1:cmd.index(root.conf["suite"])], root.contents_args(""))
+            with mock.patch.object(roots.Root, "contents_args", lambda self, copied: ["--variant=minbase"]):
+                self.assertNotEqual(roots.Root("runtime").key, root.key)
 
     def test_a_store_test_pass_is_keyed_on_the_code_run_inside_the_root(self):
         with tempfile.NamedTemporaryFile() as binary:
