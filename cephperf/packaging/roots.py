@@ -79,10 +79,10 @@ class Root:
     # -- creation -----------------------------------------------------------
     def contents_args(self, copied_debian: str) -> list[str]:
         """mmdebstrap's options that decide what the root holds: its whole
-        command but the host's apt proxy, the suite, the output and the
-        sources (each keyed on its own). copied_debian is the directory
-        holding the tree's debian/control and changelog, for a root of
-        Build-Depends."""
+        command but the host's apt proxy, the output (named by the key),
+        the suite and the sources (keyed on their own). copied_debian is
+        the directory holding the tree's debian/control and changelog, for
+        a root of Build-Depends."""
         args = [f"--variant={self.conf['variant']}", "--format=tar", "--mode=root",
                 "--aptopt=APT::Install-Recommends \"false\"",
                 "--include=" + ",".join(self.conf.get("packages", []))]
