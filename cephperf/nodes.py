@@ -2,11 +2,13 @@
 runtime root and read the record it leaves."""
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import socket
 from pathlib import Path
 
+from . import loop_devices
 from .packaging.roots import Root
 from .common import EXIT_ERROR, EXIT_FAIL, StageError, log, rmtree, write_atomic
 from .paths import REPO, bench_state
@@ -31,7 +33,29 @@ def run_in_runtime(module: str, args: list[str], spec: NodeSpec, binds: list) ->
     state = Path(spec.state_dir)
     rmtree(state)
     state.mkdir(parents=True)
-    spec.save(state / "spec.json")
+    with contextlib.ExitStack() as held:
+        spec.block_devices = layout_devices(spec, held)
+        spec.save(state / "spec.json")
+        return _run_in_root(module, args, spec, binds)
+
+
+def layout_devices(spec: NodeSpec, held: contextlib.ExitStack) -> list[str]:
+    """The block devices spec.layout asks for, one per OSD, held by `held`
+    (a loop device goes when its last holder closes it); none for BlueStore's
+    own file-backed device. The backing files are block-backing-N under the
+    state's osd/, where every other device file of a round lies."""
+    if spec.layout.get("device", "file") == "file":
+        return []
+    files = [Path(spec.state_dir) / "osd" / f"block-backing-{n}" for n in range(spec.osds)]
+    try:
+        return loop_devices.devices(files, int(spec.device_gib * (1 << 30)), spec.layout.get("rotational", False),
+                                    held)
+    except loop_devices.LoopError as e:
+        raise StageError(f"layout {spec.layout.get('name')}: {e}", EXIT_ERROR)
+
+
+def _run_in_root(module: str, args: list[str], spec: NodeSpec, binds: list) -> tuple[int, dict | None]:
+    state = Path(spec.state_dir)
     # Working directory /, as systemd gives the packaged daemons: Debian's
     # ceph-osd finds its object classes at the relative osd_class_dir
     # lib/x86_64-linux-gnu/rados-classes, so from anywhere else it loads none
@@ -45,8 +69,9 @@ def run_in_runtime(module: str, args: list[str], spec: NodeSpec, binds: list) ->
         return rc, None
 
 
-def run_check(module: str, spec: NodeSpec, binds: list, out: Path, logs: list[str], what: str) -> dict:
-    """A node-side check (cephperf.runtime.MODULE): its record goes to out/result.json,
+def run_check(module: str, spec: NodeSpec, binds: list, out: Path, logs: list[str], what: str,
+              record: str = "result.json") -> dict:
+    """A node-side check (cephperf.runtime.MODULE): its record goes to out/RECORD,
     its steps to the log; a failure keeps the cluster logs (the `logs` subdirectories
     of its state) in out/log and raises, naming the failed step."""
     state = Path(spec.state_dir)
@@ -54,7 +79,7 @@ def run_check(module: str, spec: NodeSpec, binds: list, out: Path, logs: list[st
     if result is None:
         raise StageError(f"the {what} ended (exit {rc}) without a result; logs under {state}", EXIT_ERROR)
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "result.json", json.dumps(result, indent=2) + "\n")
+    write_atomic(out / record, json.dumps(result, indent=2) + "\n")
     for step in result.get("steps", []):
         log(step)
     if not result.get("ok"):

@@ -15,10 +15,18 @@ LABELS = {"osd_instructions_per_op": "ceph-osd instructions/op", "osd_est_cycles
           "lat_avg_s": "avg latency (s)", "osd_cycles_per_op": "ceph-osd cycles/op",
           "osd_peak_rss_mib": "ceph-osd peak RSS (MiB)", "lat_max_s": "max latency (s)",
           "osd_cpu_loop_units_per_op": "ceph-osd CPU/op in loop-probe units",
-          "osd_cpu_copy_units_per_op": "ceph-osd CPU/op in copy-probe units"}
-SHOWN = ("iops", "bandwidth_mb_s", "lat_avg_s", "lat_max_s", "osd_cpu_us_per_op", "osd_cycles_per_op",
-         "osd_peak_rss_mib", "osd_instructions_per_op", "osd_est_cycles_per_op", "osd_cpu_loop_units_per_op",
-         "osd_cpu_copy_units_per_op")
+          "osd_cpu_copy_units_per_op": "ceph-osd CPU/op in copy-probe units",
+          "lat_p50_s": "client latency p50 (s)", "lat_p99_s": "client latency p99 (s)",
+          "osd_lat_avg_s": "ceph-osd latency mean (s)", "osd_lat_p99_s": "ceph-osd latency p99 (s)",
+          "osd_lat_max_s": "ceph-osd latency max (s)",
+          "primary_instructions_per_op": "primary's instructions/op", "primary_est_cycles_per_op":
+          "primary's est. cycles/op", "replica_instructions_per_op": "a replica's instructions/op",
+          "replica_est_cycles_per_op": "a replica's est. cycles/op"}
+SHOWN = ("iops", "bandwidth_mb_s", "lat_avg_s", "lat_p50_s", "lat_p99_s", "lat_max_s", "osd_lat_avg_s",
+         "osd_lat_p99_s", "osd_lat_max_s", "osd_cpu_us_per_op", "osd_cycles_per_op", "osd_peak_rss_mib",
+         "osd_instructions_per_op", "osd_est_cycles_per_op", "primary_instructions_per_op",
+         "primary_est_cycles_per_op", "replica_instructions_per_op", "replica_est_cycles_per_op",
+         "osd_cpu_loop_units_per_op", "osd_cpu_copy_units_per_op")
 
 
 def fmt(v) -> str:
@@ -80,10 +88,20 @@ def environment_lines(rep: dict) -> list[str]:
              f"{host.get('cpu_model')}, {host.get('cores')} cores"]
     for side, e in env.get("sides", {}).items():
         versions = ", ".join(f"{k} {v}" for k, v in (e.get("versions") or {}).items()) or "not recorded"
-        md = e.get("osd_metadata") or {}
-        rot = md.get("bluestore_bdev_rotational", md.get("rotational"))
-        lines.append(f"- {side}: {versions}; OSD device rotational: {rot if rot is not None else 'not recorded'}")
+        lines.append(f"- {side}: {versions}; {layout_seen_text(e)}")
     return lines + [""]
+
+
+def layout_seen_text(side_env: dict) -> str:
+    """The layout a side's first OSD ran with, as read from it
+    (cephperf/runtime/layout.py); older reports have the metadata only."""
+    seen = next(iter(((side_env.get("layout") or {}).get("osds") or {}).values()), None)
+    if seen:
+        return (f"the running OSD: bluestore_bdev_rotational {seen.get('bluestore_bdev_rotational')}, "
+                f"{seen.get('op_shards')} op shards, {seen.get('op_threads')} op threads")
+    md = side_env.get("osd_metadata") or {}
+    rot = md.get("bluestore_bdev_rotational", md.get("rotational"))
+    return f"OSD device rotational: {rot if rot is not None else 'not recorded'}"
 
 
 def placement_text(placed: dict) -> str:
@@ -116,6 +134,7 @@ def markdown(rep: dict) -> str:
     j = rep["judgement"]
     lines = [f"# Performance gate: {rep['verdict'].upper()}", "",
              f"Profile `{rep['profile']}` ({rep['description']}), variant `{rep['variant']}`, "
+             f"layout `{rep.get('layout', {}).get('name', 'hdd (not recorded)')}`, "
              f"{rounds_text(rep)} in ABBA order,{window_text(rep)} a fresh OSD every round.", "",
              side_line(rep, "baseline"), side_line(rep, "candidate"), "", *rules_table(j), "",
              *functions.markdown(rep.get("functions", {})), *findings_lines(rep), *environment_lines(rep)]
@@ -202,3 +221,14 @@ def legend(height: int) -> list[str]:
     return [f'<circle cx="{16 + 200 * i}" cy="{height - 12}" r="4" fill="{colour}"/>'
             f'<text x="{24 + 200 * i}" y="{height - 8}">{side} (dashed: median)</text>'
             for i, side_colour in enumerate(COLOURS.items()) for side, colour in [side_colour]]
+
+
+def round_summary(rec: dict) -> str:
+    if rec.get("mode") == "callgrind" or rec.get("osd_instructions_per_op"):
+        return (f"{rec['osd_instructions_per_op']:,.0f} instructions/op, "
+                f"{rec['osd_est_cycles_per_op']:,.0f} estimated cycles/op ({rec['iops']:.0f} IOPS under callgrind)")
+    placed = rec.get("cpu_placement") or {}
+    where = (f", OSD on CPU {placed['allowed'].get('osd.0')}, client on {placed['allowed'].get('client')}"
+             if placed.get("pinned") else "")
+    return (f"{rec['iops']:.0f} IOPS, {rec.get('osd_cpu_us_per_op') or 0:.1f} µs CPU/op, "
+            f"peak RSS {rec.get('osd_peak_rss_mib')} MiB{where}")

@@ -12,6 +12,7 @@ from ..common import StageError, EXIT_ERROR, load_toml
 from .. import paths
 from ..nodes import free_port, run_in_runtime
 from ..runtime.spec import NodeSpec
+from .layouts import load_layout
 
 
 def load_profile(name: str, variant: str) -> dict:
@@ -36,11 +37,12 @@ def load_profile(name: str, variant: str) -> dict:
     prof.setdefault("counted", {"warmup_seconds": 10, "seconds": 40})
     prof["io_mock"] = bool(var.get("io_mock"))
     prof["osds"] = int(var.get("osds", 1))
+    prof["counted_idle_seconds"] = int(var.get("counted_idle_seconds", 0))
     # why instruction-counted rounds cannot run this profile, if they cannot
-    prof["native_only"] = (f"variant {variant!r} runs {prof['osds']} OSDs: instruction-counted rounds run one "
-                           "(callgrind serialises each OSD's threads)" if prof["osds"] > 1 else
-                           "writers through ceph-fuse are limited by the kernel's inode lock, which instruction "
-                           "counts do not see" if prof["bench"]["tool"] == "fio-cephfs" else None)
+    prof["native_only"] = ("writers through ceph-fuse are limited by the kernel's inode lock, which instruction "
+                           "counts do not see" if prof["bench"]["tool"] == "fio-cephfs" else
+                           "latency is a native round's: callgrind's OSD is some 30 times slower"
+                           if prof["bench"]["tool"] == "rados-latency" else None)
     return prof
 
 
@@ -70,21 +72,27 @@ def apply_native_settings(prof: dict, var: dict, variant: str) -> None:
     warm-up, CPU pinning, and the gate's defaults for it (rules file, mode,
     pairs). A profile with a variant that sets none of them runs as before."""
     prof["bench"].update(var.get("bench", {}))
+    if prof["bench"].get("background") and prof["bench"]["tool"] != "rados-latency":
+        raise StageError(f"variant {variant!r} queues background work, which only a rados-latency profile's "
+                         f"client does; profile {prof.get('name')!r} runs {prof['bench']['tool']}", EXIT_ERROR)
     prof["warmup_seconds"] = int(var.get("warmup_seconds", 0))
     if prof["warmup_seconds"] and prof["bench"]["tool"] != "rados":
         raise StageError(f"variant {variant!r} warms up with rados bench before the window; profile "
                          f"{prof['name']!r} runs {prof['bench']['tool']}: choose a rados write profile", EXIT_ERROR)
     prof["cpu_pinning"] = dict(var.get("cpu_pinning", {}))
     prof["poll_idle"] = bool(var.get("poll_idle"))
-    prof["rules"] = var.get("rules")
+    # the variant's rules file, else the profile's own (the latency profiles'), else the gate's
+    prof["rules"] = var.get("rules", prof.get("rules"))
     prof["default_mode"] = var.get("mode")
     prof["pairs"] = var.get("pairs")
 
 
 # What a profile's [bench] table must name, by the client it runs: rados
-# bench, fio's rbd engine against an image (cephperf/runtime/fio_rbd.py), or
+# bench, timed qd1 writes, fio's rbd engine against an image (cephperf/runtime/fio_rbd.py), or
 # fio's writers on a ceph-fuse mount (cephperf/runtime/cephfs.py).
 BENCH_KEYS = {"rados": ("mode", "block_size", "threads", "seconds"),
+              # new objects written one at a time, each timed (cephperf/runtime/latency.py)
+              "rados-latency": ("block_size", "seconds", "warmup_seconds"),
               "fio-rbd": ("rw", "block_size", "iodepth", "seconds", "image_gib"),
               "fio-cephfs": ("rw", "block_size", "jobs", "files", "file_mib", "seconds")}
 FIO_RW = ("randwrite", "randread", "write", "read")
@@ -104,6 +112,8 @@ def check_bench(path: Path, prof: dict) -> None:
     if tool == "fio-cephfs" and bench["files"] not in (1, bench["jobs"]):
         raise StageError(f"{path}: [bench] files = {bench['files']}: 1 (shared by every job) or jobs "
                          f"({bench['jobs']}, one each)", EXIT_ERROR)
+    if tool == "rados-latency":
+        bench["mode"] = "write"
     if tool.startswith("fio-"):
         if bench["rw"] not in FIO_RW:
             raise StageError(f"{path}: [bench] rw = {bench['rw']!r}; one of {', '.join(FIO_RW)}", EXIT_ERROR)
@@ -168,9 +178,11 @@ COUNTED_CAP_SECONDS = 900
 
 
 def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int | None,
-               stall: int, progress: bool, mode: str = "native") -> NodeSpec:
+               stall: int, progress: bool, mode: str = "native", layout: dict | None = None) -> NodeSpec:
     """The node contract of one round. mode "callgrind": the profile's [counted]
-    window and warm-up, ceph-osd under callgrind, the side's debug packages too."""
+    window and warm-up, ceph-osd under callgrind, the side's debug packages too.
+    layout: a table of bench/layouts.toml (cephperf/bench/layouts.py); the
+    default layout when none is given."""
     bench = dict(prof["bench"])
     counted = mode == "callgrind"
     by_ops = counted and "ops" in prof["counted"] and bench["mode"] == "write"
@@ -189,6 +201,7 @@ def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int
     return NodeSpec(
         state_dir=str(state_dir), port=free_port(), v1_port=free_port(),
         device_gib=prof["device"]["size_gib"], osds=prof.get("osds", 1), conf=conf, bench=bench,
+        layout=layout or load_layout(),
         runtime_conf=prof.get("runtime_conf", {}), io_mock=prof.get("io_mock", False),
         cpu_pinning=prof.get("cpu_pinning", {}),
         # counted rounds: callgrind runs the OSD's threads one at a time whatever the CPUs do
@@ -196,6 +209,7 @@ def round_spec(state_dir: Path, prof: dict, side: dict, conf: dict, seconds: int
         osd_binary=side.get("osd_binary"), ld_library_path=side.get("ld_library_path"),
         debs=debs, apt_line=side.get("apt_line"), stall_seconds=max(stall, COUNTED_STALL_SECONDS) if counted else stall,
         perf=not counted, progress=progress, instrument="callgrind" if counted else None,
+        counted_idle_seconds=prof.get("counted_idle_seconds", 0) if counted else 0,
         warmup_seconds=min(warmup, seconds) if seconds else warmup,
         warmup_ops=prof["counted"].get("warmup_ops", 0) if by_ops else 0,
         window_ops=prof["counted"]["ops"] if by_ops else 0)

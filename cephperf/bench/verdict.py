@@ -15,13 +15,34 @@ import time
 from pathlib import Path
 
 from .. import paths
-from ..common import EXIT_ERROR, load_toml, write_atomic
+from ..common import EXIT_ERROR, StageError, load_toml, write_atomic
 from .diagnose import findings
 from .functions import tables
 from .paired import judge_paired
 from .report import SCHEMA_VERSION, markdown, svg_chart
 
 EXIT_PASS, EXIT_REGRESSION, EXIT_UNPROVEN = 0, 1, 3
+
+
+def load_rules(path: Path, seen: tuple = ()) -> dict:
+    """A rules file, with the rules of the file it names in `extends` (a name
+    under bench/rules/, without .toml) before its own, and its [stats] over
+    that file's: a variant's rules add to the gate's instead of copying them."""
+    path = Path(path)
+    if path.resolve() in seen:
+        chain = " -> ".join(str(s) for s in (*seen, path.resolve()))
+        raise StageError(f"{path}: extends itself ({chain}); remove the loop", EXIT_ERROR)
+    rules = load_toml(path)
+    parent_name = rules.pop("extends", None)
+    if parent_name is None:
+        return rules
+    parent_path = paths.RULES / f"{parent_name}.toml"
+    if not parent_path.is_file():
+        raise StageError(f"{path}: extends = \"{parent_name}\", but there is no {parent_path}; "
+                         "name a file of bench/rules/ without .toml", EXIT_ERROR)
+    parent = load_rules(parent_path, (*seen, path.resolve()))
+    return {**parent, **rules, "stats": {**parent.get("stats", {}), **rules.get("stats", {})},
+            "rule": parent.get("rule", []) + rules.get("rule", [])}
 
 
 def host_environment() -> dict:
@@ -37,7 +58,7 @@ def host_environment() -> dict:
 
 def side_environment(records: list[dict], side: str) -> dict:
     first = next((r for r in records if r.get("side") == side), {})
-    return {k: first.get(k) for k in ("versions", "osd_metadata")}
+    return {k: first.get(k) for k in ("versions", "osd_metadata", "layout")}
 
 
 def new_run_dir(kind: str, label: str) -> Path:

@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..common import (StageError, EXIT_ERROR, hash_inputs, load_toml, log, pid_alive, read_stamp, rmtree, run,
-                      write_stamp)
+from ..common import (StageError, EXIT_ERROR, hash_inputs, load_toml, locked, log, pid_alive, read_stamp, rmtree,
+                      run, write_stamp)
 from .. import paths
 from ..paths import REPO, cache_dir
 from .archive import sources_lines, target_entries
@@ -84,8 +84,9 @@ class Root:
         the directory holding the tree's debian/control and changelog, for
         a root of Build-Depends."""
         args = [f"--variant={self.conf['variant']}", "--format=tar", "--mode=root",
-                "--aptopt=APT::Install-Recommends \"false\"",
-                "--include=" + ",".join(self.conf.get("packages", []))]
+                "--aptopt=APT::Install-Recommends \"false\""]
+        if self.conf.get("packages"):
+            args.append("--include=" + ",".join(self.conf["packages"]))
         if self.conf.get("build_depends"):
             args += [f"--customize-hook=mkdir -p \"$1{DEPS_IN_ROOT}\"",
                      f"--customize-hook=copy-in {shlex.quote(copied_debian)} {DEPS_IN_ROOT}",
@@ -133,30 +134,40 @@ class Root:
         if stamp.exists():
             return self.extracted
         self.create()
-        tmp = self.extracted.with_name(self.extracted.name + ".new")
-        rmtree(tmp)
-        tmp.mkdir(parents=True)
-        try:
-            log(f"extracting {self.tarball.name}")
-            run(["tar", "-xf", self.tarball, "-C", tmp, "--numeric-owner", "--xattrs", "--xattrs-include=*"],
-                f"extracting {self.tarball}")
-            (tmp / ".ceph-perf-extracted").write_text(self.key + "\n")
-            rmtree(self.extracted)
-            os.rename(tmp, self.extracted)
-        finally:
+        # Runs started together (the gate's concurrent runs, a stage beside a
+        # test) would extract into the same .new directory, and a late one
+        # would remove the root a first one already runs on: one extracts,
+        # the others wait and take its result.
+        with locked(self.dir / f"{self.extracted.name}.lock"):
+            if stamp.exists():
+                return self.extracted
+            tmp = self.extracted.with_name(self.extracted.name + ".new")
             rmtree(tmp)
+            tmp.mkdir(parents=True)
+            try:
+                log(f"extracting {self.tarball.name}")
+                run(["tar", "-xf", self.tarball, "-C", tmp, "--numeric-owner", "--xattrs", "--xattrs-include=*"],
+                    f"extracting {self.tarball}")
+                (tmp / ".ceph-perf-extracted").write_text(self.key + "\n")
+                rmtree(self.extracted)
+                os.rename(tmp, self.extracted)
+            finally:
+                rmtree(tmp)
         return self.extracted
 
     # -- running ------------------------------------------------------------
     def run(self, argv: list[str], binds: list[Path] = (), cwd: Path | None = None,
             env: dict | None = None, interactive: bool = False, scratch: list[Path] = (),
-            stdout=None, mounts: dict[Path, Path] | None = None) -> int:
+            stdout=None, mounts: dict[Path, Path] | None = None, network: bool = True) -> int:
         """Run argv inside the root; returns its exit code.
 
         Each `scratch` directory is seen through a throwaway overlay: the run
         may write into it (a configure in a source tree) without changing it.
         `mounts` maps a host directory to the path where the run sees it (a
         kept build tree at the fixed path a release is built in).
+        network=False gives the run a network namespace of its own, holding
+        a loopback device only (down until the run brings it up): its
+        daemons' fixed ports on 127.0.0.1 meet no other run's.
         """
         lower = self.ensure_extracted()
         _remove_stale_rundirs(self.dir)
@@ -176,8 +187,8 @@ class Root:
         # unshare's child is PID 1 of a new PID namespace: when it ends, the
         # kernel kills everything left in the namespace, and the mount
         # namespace (with every mount in it) goes away.
-        cmd = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child",
-               sys.executable, str(ENTER), json.dumps(spec)]
+        cmd = ["unshare", "--mount", "--propagation", "private", "--pid", *([] if network else ["--net"]),
+               "--fork", "--kill-child", sys.executable, str(ENTER), json.dumps(spec)]
         popen_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         try:
             # Non-interactive runs get their own session: an interrupt reaches

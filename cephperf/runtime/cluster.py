@@ -15,6 +15,7 @@ import re
 import subprocess
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 from . import instrument, poll_idle
 from .mounts import unmount
@@ -22,50 +23,12 @@ from .daemon_log import cause, exit_status
 from .osd_stats import cpu_list, placement_plan
 from .record import NodeError
 from .shell import log, sh
+from .cluster_conf import base_conf, conf_value, debug_subsystems
 from .spec import NodeSpec
 
 
-def conf_value(v) -> str:
-    return str(v).lower() if isinstance(v, bool) else str(v)
-
-
-def debug_subsystems():
-    r = sh("ceph-conf", "-c", "/dev/null", "-D", check=False)
-    names = [line.split("=")[0].strip() for line in r.stdout.splitlines() if line.startswith("debug_")]
-    if not names:
-        raise NodeError("could not list the debug_* options with ceph-conf -D")
-    return names
-
-
-def base_conf(state: Path, spec: NodeSpec) -> dict:
-    s, port, v1 = state, spec.port, spec.v1_port
-    return {
-        "global": {
-            "fsid": str(uuid.uuid4()),
-            "mon_host": f"[v2:127.0.0.1:{port},v1:127.0.0.1:{v1}]",
-            "auth_cluster_required": "none", "auth_service_required": "none", "auth_client_required": "none",
-            "mon_allow_pool_size_one": "true", "mon_warn_on_pool_no_redundancy": "false",
-            "osd_pool_default_size": str(spec.osds), "osd_pool_default_min_size": "1",
-            "osd_crush_chooseleaf_type": "0",
-            # Sane full ratios, below BlueStore's own failsafe, so that a
-            # profile that writes too much is stopped by the mon, not by an abort.
-            "mon_osd_full_ratio": "0.90", "mon_osd_backfillfull_ratio": "0.85", "mon_osd_nearfull_ratio": "0.80",
-            "run_dir": f"{s}/run", "admin_socket": f"{s}/run/$name.asok",
-            "pid_file": f"{s}/run/$name.pid", "log_file": f"{s}/log/$name.log",
-            "ms_bind_ipv6": "false", "public_addr": "127.0.0.1",
-        },
-        "mon": {"mon_data": f"{s}/mon/$cluster-$id"},
-        "mgr": {"mgr_data": f"{s}/mgr/$cluster-$id"},
-        "mds": {"mds_data": f"{s}/mds/$cluster-$id"},
-        "osd": {
-            "osd_data": f"{s}/osd/$cluster-$id", "osd_objectstore": "bluestore",
-            # one OSD keeps the path every earlier report ran with
-            "bluestore_block_path": f"{s}/osd/block" if spec.osds == 1 else f"{s}/osd/block-$id",
-            "bluestore_block_create": "true",
-            "bluestore_block_size": str(int(spec.device_gib * (1 << 30))),
-            "osd_crush_update_on_start": "true",
-        },
-    }
+# An OSD's ceph-osd and its environment (a rolling upgrade's cluster runs two builds: cluster_test.py).
+OsdBuild = NamedTuple("OsdBuild", [("binary", str), ("env", dict)])
 
 
 class Cluster:
@@ -86,6 +49,7 @@ class Cluster:
         if spec.ld_library_path:
             self.osd_env["LD_LIBRARY_PATH"] = spec.ld_library_path
         self.osd_env.update(spec.osd_environment)
+        self.osd_builds: dict[int, OsdBuild] = {}  # where an OSD runs another build than osd_bin
         # pin()'s {"osd": CPUs, "others": CPUs} (None: unpinned); the last client's CPUs (measure.py)
         self.placement: dict | None = None
         self.client_cpus: set[int] | None = None
@@ -110,15 +74,18 @@ class Cluster:
         self.procs[name] = subprocess.Popen([str(a) for a in argv], stdout=logf, stderr=subprocess.STDOUT,
                                             env=env or os.environ)
 
+    def osd_build(self, osd_id: int) -> OsdBuild:
+        return self.osd_builds.get(osd_id) or OsdBuild(self.osd_bin, self.osd_env)
+
     def osd_argv(self, osd_id: int) -> list:
-        argv = [self.osd_bin, "-c", self.conf, "-i", str(osd_id), "-f"]
+        argv = [self.osd_build(osd_id).binary, "-c", self.conf, "-i", str(osd_id), "-f"]
         if self.spec.instrument == "callgrind":
-            argv = instrument.wrap(argv, self.callgrind_out)
+            argv = instrument.wrap(argv, self.callgrind_out_of(osd_id))
         # pinned before exec, so every thread the OSD makes inherits it (taskset execs: the pid is the OSD's)
         return ["taskset", "--cpu-list", cpu_list(self.placement["osd"]), *argv] if self.placement else argv
 
     def start_osd(self, osd_id: int = 0):
-        self.start(f"osd.{osd_id}", self.osd_argv(osd_id), env=self.osd_env)
+        self.start(f"osd.{osd_id}", self.osd_argv(osd_id), env=self.osd_build(osd_id).env)
         return self.procs[f"osd.{osd_id}"]
 
     def osd_names(self) -> list[str]:
@@ -130,16 +97,20 @@ class Cluster:
 
     @property
     def callgrind_out(self) -> Path:
-        return self.state / "callgrind.out"
+        return self.callgrind_out_of(0)
 
-    def stop_osd(self) -> None:
-        """Stop osd.0, which must exit 0: any other end is a failure on its way
+    def callgrind_out_of(self, osd_id: int) -> Path:
+        """Where osd.N's callgrind dumps go (osd.0's where a one-OSD round's always went)."""
+        return self.state / ("callgrind.out" if osd_id == 0 else f"callgrind.osd{osd_id}.out")
+
+    def stop_osd(self, osd_id: int = 0) -> None:
+        """Stop the OSD, which must exit 0: any other end is a failure on its way
         down (a crash in shutdown's last flush, an assert in umount)."""
-        proc = self.procs.pop("osd.0")
+        proc = self.procs.pop(name := f"osd.{osd_id}")
         proc.terminate()
         status = proc.wait(timeout=120)
         if status != 0:
-            raise NodeError(f"osd.0 exited with {exit_status(status)} when stopped: {self.cause()}")
+            raise NodeError(f"{name} exited with {exit_status(status)} when stopped: {self.cause(name)}")
 
     def osd_pid(self) -> int:
         return self.procs["osd.0"].pid
@@ -167,20 +138,22 @@ class Cluster:
             raise
 
     def make_osd(self):
-        if self.spec.osds > 1 and self.spec.instrument:
-            raise NodeError("instruction-counted rounds run one OSD (callgrind serialises each OSD's threads)")
         for n in range(self.spec.osds):
             osd_uuid = str(uuid.uuid4())
             osd_id = self.ceph("osd", "new", osd_uuid).stdout.strip()
             if osd_id != str(n):
                 raise NodeError(f"expected osd.{n}, the mon allocated osd.{osd_id}")
             (self.state / "osd" / f"ceph-{n}").mkdir(parents=True, exist_ok=True)
-            sh(self.osd_bin, "-c", self.conf, "-i", str(n), "--mkfs", "--osd-uuid", osd_uuid, timeout=300,
-               env=self.osd_env)
+            binary, env = self.osd_build(n)
+            sh(binary, "-c", self.conf, "-i", str(n), "--mkfs", "--osd-uuid", osd_uuid, timeout=300, env=env)
             self.start_osd(n)
+        if self.spec.instrument and self.spec.osds > 1:
+            # counted per role: osd.0 the primary of every PG, the others its replicas
+            for n in range(1, self.spec.osds):
+                self.ceph("osd", "primary-affinity", f"osd.{n}", "0")
 
     def make_pool(self):
-        self.ceph("osd", "pool", "create", "bench", "32", "32", "replicated")
+        self.ceph("osd", "pool", "create", "bench", *[str(self.spec.pool_pgs)] * 2, "replicated")
         self.ceph("osd", "pool", "set", "bench", "size", str(self.spec.osds), "--yes-i-really-mean-it")
         # an RBD image's pool is an rbd pool, as `rbd pool init` makes it
         app = "rbd" if self.spec.bench.get("tool") == "fio-rbd" else "rados"

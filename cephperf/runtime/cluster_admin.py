@@ -1,13 +1,14 @@
 """Pool and OSD administration of a bench cluster, as an operator does it
 (ceph CLI, run-time options, a PG split carried out by ceph-mgr, an OSD
-restart, a deep scrub), for ci/rados-model-test's steps; each waits for its
-effect."""
+restart, a deep scrub), for the steps of ci/rados-model-test and
+ci/cluster-test; each waits for its effect."""
 from __future__ import annotations
 
 import json
 import time
 
 from .cluster import Cluster
+from .daemon_log import exit_status
 from .record import NodeError
 from .shell import sh
 
@@ -102,24 +103,81 @@ def newest_map(cluster: Cluster) -> int:
     return json.loads(admin(cluster, "status"))["newest_map"]
 
 
-def osd_up_from(cluster: Cluster) -> int:
-    """The OSD map epoch osd.0 came up in, 0 while it is down."""
-    osd = next(o for o in ceph_json(cluster, "osd", "dump")["osds"] if o["osd"] == 0)
+def osd_up_from(cluster: Cluster, osd_id: int = 0) -> int:
+    """The OSD map epoch the OSD came up in, 0 while it is down."""
+    osd = next(o for o in ceph_json(cluster, "osd", "dump")["osds"] if o["osd"] == osd_id)
     return osd["up_from"] if osd["up"] else 0
 
 
-def restart_osd(cluster: Cluster, seconds: int) -> dict:
-    """Stop the OSD and start it again; done when the mon has it up again, booted anew."""
-    up_from = osd_up_from(cluster)
-    cluster.stop_osd()
-    cluster.start_osd()
+def restart_osd(cluster: Cluster, seconds: int, osd_id: int = 0, kill: bool = False) -> dict:
+    """Stop the OSD and start it again; done when the mon has it up again,
+    booted anew. kill: SIGKILL instead (it must not exit by itself first),
+    and it starts again once the mon has marked it down."""
+    name = f"osd.{osd_id}"
+    up_from = osd_up_from(cluster, osd_id)
+    if kill:
+        proc = cluster.procs.pop(name)
+        proc.kill()
+        if proc.wait(timeout=60) != -9:
+            raise NodeError(f"{name} ended by itself ({exit_status(proc.returncode)}) before its SIGKILL")
+        wait_until(f"{name} marked down after its SIGKILL", seconds, lambda: osd_up_from(cluster, osd_id) == 0,
+                   cluster)
+    else:
+        cluster.stop_osd(osd_id)
+    cluster.start_osd(osd_id)
 
     def booted_again() -> int:
-        epoch = osd_up_from(cluster)
+        epoch = osd_up_from(cluster, osd_id)
         return epoch if epoch > up_from else 0
 
-    return {"up_from": up_from, "up_again_from": wait_until("osd.0 up again after its restart", seconds,
+    return {"up_from": up_from, "up_again_from": wait_until(f"{name} up again after its restart", seconds,
                                                             booted_again, cluster)}
+
+
+# A PG neither scrubbed nor scrubbing this long after its deep-scrub request
+# is asked again, as an operator does: a request that reaches a PG between
+# two intervals is dropped, and a PG that failed to reserve its replicas
+# waits out a 300 s penalty (ScrubQueue::move_failed_pgs) unless a new
+# request pardons it.
+SCRUB_REQUEST_AGAIN_SECONDS = 60
+
+
+def not_scrubbed(pgs: list[dict], stamps: dict) -> list[str]:
+    """The PGs whose last deep scrub is still the one before the request and
+    that are not scrubbing now."""
+    return [pg["pgid"] for pg in pgs
+            if pg.get("last_deep_scrub_stamp") == stamps.get(pg["pgid"]) and "scrubbing" not in pg["state"]]
+
+
+def deep_scrub_each(cluster: Cluster, listing, stamps: dict, seconds: int, what: str,
+                    again_seconds: int = SCRUB_REQUEST_AGAIN_SECONDS) -> tuple[list[dict], dict]:
+    """`ceph pg deep-scrub` for each PG of stamps (pgid -> its last deep-scrub
+    stamp before the request), and wait until each has scrubbed since and is
+    not scrubbing, or a PG of listing() shows an inconsistency or a scrub
+    error (the caller judges it); a PG not scrubbed again_seconds after its
+    request is asked again. The last listing, and how often each PG was
+    asked again."""
+    for pgid in stamps:
+        cluster.ceph("pg", "deep-scrub", pgid)
+    last_request, repeated = time.monotonic(), {}
+
+    def scrubbed():
+        nonlocal last_request
+        pgs = listing()
+        if any("inconsistent" in pg["state"] or pg.get("stat_sum", {}).get("num_scrub_errors") for pg in pgs):
+            return pgs
+        by_id = {pg["pgid"]: pg for pg in pgs}
+        if all(p in by_id and by_id[p]["last_deep_scrub_stamp"] != s and "scrubbing" not in by_id[p]["state"]
+               for p, s in stamps.items()):
+            return pgs
+        if time.monotonic() - last_request > again_seconds:
+            for pgid in not_scrubbed(pgs, stamps):
+                cluster.ceph("pg", "deep-scrub", pgid)
+                repeated[pgid] = repeated.get(pgid, 0) + 1
+            last_request = time.monotonic()
+        return None
+
+    return wait_until(what, seconds, scrubbed, cluster), repeated
 
 
 def deep_scrub_pool(cluster: Cluster, pool: str, seconds: int) -> dict:
@@ -140,16 +198,8 @@ def deep_scrub_pool(cluster: Cluster, pool: str, seconds: int) -> dict:
     # The OSD starts at most one scrub per tick, and skips a tick with this
     # probability (0.66 by default): about 3 s per PG instead of 1.
     tell_osd_option(cluster, "osd_scrub_backoff_ratio", "0")
-    for pgid in before:
-        cluster.ceph("pg", "deep-scrub", pgid)
-
-    def all_scrubbed():
-        pgs = listing()
-        done = [pg for pg in pgs if pg["last_deep_scrub_stamp"] != before.get(pg["pgid"])
-                and "scrubbing" not in pg["state"]]
-        return pgs if len(done) == len(before) else None
-
-    pgs = wait_until(f"a deep scrub of each of pool {pool}'s {len(before)} PGs", seconds, all_scrubbed, cluster)
+    pgs, _ = deep_scrub_each(cluster, listing, before, seconds,
+                             f"a deep scrub of each of pool {pool}'s {len(before)} PGs")
     errors = {pg["pgid"]: (pg["state"], pg["stat_sum"].get("num_scrub_errors", 0)) for pg in pgs
               if "inconsistent" in pg["state"] or pg["stat_sum"].get("num_scrub_errors", 0)}
     if errors:

@@ -56,3 +56,12 @@ def _build_id_in_notes(notes: bytes, order: str) -> str | None:
             return notes[desc_at:desc_at + descsz].hex()
         pos = desc_at + (descsz + 3) // 4 * 4
     return None
+
+
+def build_id_text(path: str | Path) -> str:
+    """The build ID for a record: its hex, "none", or "not an ELF file" (a
+    wrapper script, e.g. a broken variant made of Debian's ceph-osd and an option)."""
+    try:
+        return gnu_build_id(path) or "none"
+    except NotElf:
+        return "not an ELF file"

@@ -7,6 +7,12 @@ run), /proc, /dev, /dev/pts, /dev/shm, /tmp, /sys read-only, the bind mounts
 at their host paths and the scratch overlays; chroots, runs the command with
 the spec's environment and working directory, and exits with its status.
 Everything mounted vanishes with the namespace when this process ends.
+
+As PID 1 it is every orphan's parent: a daemon that forks and exits, or a
+daemon whose parent has gone, is reparented to it. It reaps them all while
+the command runs; a zombie left unreaped would still answer `kill -0`, and a
+teardown that waits for a pid to go (upstream's kill_daemons, our own
+checks) would wait forever.
 """
 import json
 import os
@@ -52,6 +58,36 @@ def mount_all(spec: dict) -> str:
     return merged
 
 
+def run_as_init(argv: list, env: dict, preexec_fn=None) -> int:
+    """Run argv and reap every child this process is given until argv exits;
+    its exit code (128 + N for a signal N), as a shell reports it."""
+    command = None
+
+    # Handlers go in before the command starts, so that it starts with default
+    # dispositions (an ignored signal would be inherited across exec).
+    def forward(signum, frame):
+        if command is not None:
+            os.kill(command, signum)
+
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, forward)
+    # An ignored SIGCHLD, were it inherited from whatever started the run,
+    # would have the kernel reap every child itself: there would be no status
+    # to wait for, the command's exit code included.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # The Popen object is kept: dropped, its finaliser would poll, and so reap,
+    # the command before the loop below could see its status.
+    proc = subprocess.Popen(argv, env=env, preexec_fn=preexec_fn)
+    command = proc.pid
+    while True:
+        # any child: the command or an orphan handed to this process
+        pid, status = os.waitpid(-1, 0)
+        if pid == command:
+            command = None
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+
+
 def main():
     spec = json.loads(sys.argv[1])
     merged = mount_all(spec)
@@ -60,20 +96,9 @@ def main():
         os.chroot(merged)
         os.chdir(spec["cwd"])
 
-    # Handlers go in before the command starts, so that it starts with default
-    # dispositions (an ignored signal would be inherited across exec).
-    child = None
-
-    def forward(signum, frame):
-        if child is not None:
-            child.send_signal(signum)
-
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, forward)
-    child = subprocess.Popen(spec["argv"], env=spec["env"], preexec_fn=enter)
-    rc = child.wait()
+    rc = run_as_init(spec["argv"], spec["env"], enter)
     subprocess.run(["umount", "-R", "-l", merged])
-    sys.exit(rc if rc >= 0 else 128 - rc)
+    sys.exit(rc)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ import time
 
 from .cluster import Cluster
 from .fio import parse_fio, run_fio
-from .measure import counted, measured
+from .counted import counted
+from .measure import measured
 from .record import NodeError
 from .shell import log, sh
 

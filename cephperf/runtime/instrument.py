@@ -160,3 +160,46 @@ def measure(dump_file: Path, ops: int) -> dict:
     return {"mode": "callgrind", "osd_instructions_per_op": round(ev["Ir"] / ops, 1),
             "osd_est_cycles_per_op": round(estimated_cycles(ev) / ops, 1),
             "callgrind_events": ev, "functions": functions(dump_file, ops), "callgrind_file": str(dump_file)}
+
+
+def idle_share(idle: dict[str, dict[str, int]], idle_seconds: dict[str, float], window_seconds: dict[str, float],
+               ops: int, per_op: dict) -> dict:
+    """What the idle cluster spends in a window as long as the measured one,
+    per op of that window: each OSD's counts over its idle_seconds without
+    client I/O, scaled to its window_seconds and divided by the window's ops;
+    and per_op's figures (measure's or measure_roles') beyond that share.
+    Timers, heartbeats and reports run by the clock, so the share is about
+    the same for both sides of a pair and pulls their ratio towards 1."""
+    if not ops or min(idle_seconds.values()) <= 0:
+        raise NodeError("no op, or no idle time, to scale the idle cluster's counts by")
+    share = {name: ev["Ir"] * window_seconds[name] / idle_seconds[name] / ops for name, ev in idle.items()}
+    total = sum(share.values())
+    out = {"idle_seconds": round(max(idle_seconds.values()), 1), "window_seconds": round(max(window_seconds.values()), 1),
+           "idle_instructions_per_second": round(sum(ev["Ir"] / idle_seconds[n] for n, ev in idle.items()), 1),
+           "osd_idle_instructions_per_op": round(total, 1),
+           "osd_instructions_per_op_beyond_idle": round(per_op["osd_instructions_per_op"] - total, 1)}
+    if len(idle) > 1 and "primary_instructions_per_op" in per_op:
+        out.update(primary_idle_instructions_per_op=round(share["osd.0"], 1),
+                   primary_instructions_per_op_beyond_idle=round(per_op["primary_instructions_per_op"] - share["osd.0"], 1))
+    return out
+
+
+def measure_roles(dumps: dict[str, Path], ops: int) -> dict:
+    """Several OSDs' dumps of one window, osd.0 the primary of every PG: the
+    instructions and estimated cycles per client op summed over them all
+    (what a replicated write costs), and per role, the primary's and a
+    replica's (their mean); the primary's function table."""
+    if not ops:
+        raise NodeError("no op completed in the instrumented window")
+    each = {name: totals(path.read_text(errors="replace")) for name, path in dumps.items()}
+    replicas = [ev for name, ev in each.items() if name != "osd.0"]
+    primary = each["osd.0"]
+    return {"mode": "callgrind",
+            "osd_instructions_per_op": round(sum(ev["Ir"] for ev in each.values()) / ops, 1),
+            "osd_est_cycles_per_op": round(sum(map(estimated_cycles, each.values())) / ops, 1),
+            "primary_instructions_per_op": round(primary["Ir"] / ops, 1),
+            "primary_est_cycles_per_op": round(estimated_cycles(primary) / ops, 1),
+            "replica_instructions_per_op": round(sum(ev["Ir"] for ev in replicas) / len(replicas) / ops, 1),
+            "replica_est_cycles_per_op": round(sum(map(estimated_cycles, replicas)) / len(replicas) / ops, 1),
+            "callgrind_events": each, "functions": functions(dumps["osd.0"], ops),
+            "callgrind_file": str(dumps["osd.0"])}

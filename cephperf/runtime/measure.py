@@ -17,12 +17,13 @@ import threading
 import time
 from pathlib import Path
 
-from . import core_probe, diagnostics, instrument
+from . import core_probe, diagnostics
 from .osd_stats import (PlacementError, allowed_cpus, context_switches, cpu_seconds, peak_rss_kib, perf_counts, queue_report,
                         round_placement, switches_per_op, thread_cpu, thread_report)
 from .poll_idle import loops_cpu
 from .cluster import Cluster
 from .cluster_admin import admin, newest_map
+from .counted import counted
 from .shell import log, sh
 from .record import NodeError
 
@@ -47,10 +48,13 @@ class BenchWatch:
             if echo:
                 print(line, end="", file=sys.stderr, flush=True)
 
+    # a per-second line's count of completed ops: rados bench's fourth column
+    COMPLETED = re.compile(r"\s*\d+\s+\d+\s+\d+\s+(\d+)\s")
+
     def progressed(self, line: str) -> bool:
-        m = re.match(r"\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s", line)
-        if m and int(m.group(4)) > self.finished:
-            self.finished = int(m.group(4))
+        m = self.COMPLETED.match(line)
+        if m and int(m.group(1)) > self.finished:
+            self.finished = int(m.group(1))
             return True
         return False
 
@@ -251,20 +255,6 @@ def counted_window(cluster: Cluster, seconds: int, mode: str, extra: list) -> di
         rados_bench(cluster, spec.warmup_seconds, mode, extra)
     return counted(cluster, warmup_for_seconds if spec.warmup_seconds else None,
                    lambda: rados_bench(cluster, seconds, mode, extra))
-
-
-def counted(cluster: Cluster, warmup, window) -> dict:
-    """warmup() of the workload uninstrumented, then window() with callgrind's
-    instrumentation on; its record with the instructions per op over it."""
-    if warmup:
-        warmup()
-    pid = cluster.osd_pid()
-    instrument.switch_on(pid)
-    rec = window()
-    dump_file = instrument.dump(pid, cluster.callgrind_out)
-    rec.update(instrument.measure(dump_file, int(rec.get("ops") or 0)))
-    cluster.check_alive()
-    return rec
 
 
 SUMMARY_KEYS = {

@@ -46,8 +46,10 @@ OP_KIND = re.compile(r"^(?:\d+: (write initial|write \(excl\)|read|write|delete|
 def test_rados_argv(conf: dict, pool: str) -> list[str]:
     """ceph_test_rados' arguments as teuthology's rados task (qa/tasks/rados.py) builds them."""
     size = conf["object_size"]
-    argv = ["ceph_test_rados", "--pool", pool, "--max-ops", conf["ops"], "--objects", conf["objects"],
-            "--max-in-flight", conf["max_in_flight"], "--size", size,
+    # an erasure-coded pool without overwrites: no omap, and appends instead of writes
+    argv = ["ceph_test_rados", *(["--no-omap", "--ec-pool"] if conf.get("ec_pool") else []), "--pool", pool,
+            "--max-ops", conf["ops"], "--objects", conf["objects"], "--max-in-flight", conf["max_in_flight"],
+            "--size", size,
             "--min-stride-size", conf.get("min_stride_size", size // 10),
             "--max-stride-size", conf.get("max_stride_size", size // 5), "--max-seconds", 0]
     weights = dict(conf["op_weights"])
@@ -64,8 +66,8 @@ def test_rados_argv(conf: dict, pool: str) -> list[str]:
 class TestRados:
     """ceph_test_rados in the background, its output in the cluster's log directory."""
 
-    def __init__(self, cluster: Cluster, conf: dict, pool: str):
-        self.path = cluster.state / "log" / "ceph_test_rados.log"
+    def __init__(self, cluster: Cluster, conf: dict, pool: str, name: str = "ceph_test_rados"):
+        self.path = cluster.state / "log" / f"{name}.log"
         self.ops, self.started, self.offset = conf["ops"], 0, 0
         with open(self.path, "wb") as out:
             self.proc = subprocess.Popen(test_rados_argv(conf, pool), stdout=out, stderr=subprocess.STDOUT,

@@ -11,7 +11,7 @@ import signal
 import sys
 from pathlib import Path
 
-from . import cephfs, fio_rbd
+from . import cephfs, fio_rbd, latency, layout
 from .checks import choose_io_mock, install_packages, installed_version
 from .cluster import Cluster
 from .elf_build_id import gnu_build_id
@@ -32,11 +32,14 @@ def round_(command: str, spec: NodeSpec, cluster: Cluster, result: dict) -> None
     if command != "external":
         cluster.up()
         result.update(versions=versions(spec, cluster), osd_metadata=cluster.osd_metadata())
+        if spec.layout:
+            result["layout"] = layout.checked(cluster)
     if command == "serve":
         (Path(spec.state_dir) / "up").write_text(json.dumps({"conf": str(cluster.conf)}))
         signal.pause()
         return
-    bench = {"fio-rbd": fio_rbd.run_profile, "fio-cephfs": cephfs.run_profile}.get(spec.bench.get("tool"), run_profile)
+    bench = {"fio-rbd": fio_rbd.run_profile, "fio-cephfs": cephfs.run_profile,
+             "rados-latency": latency.run_profile}.get(spec.bench.get("tool"), run_profile)
     result.update(bench(cluster))
     result.setdefault("perf", "perf stat not requested")
 

@@ -2,9 +2,9 @@
 
 Checks patches/bluestore-onode-lookup-once.patch on a one-OSD cluster running
 the candidate's ceph-osd: absent objects remembered in the onode cache
-(bluestore_onode_cache_absent) and the key self-check behind an option
-(bluestore_onode_key_self_check). Each round sets the options at run time, as
-an operator would (`ceph tell osd.0 config set`), then:
+(bluestore_onode_cache_absent), and upstream's key self-check, which no option
+turns off, stopping an injected key error. Each round sets the option at run
+time, as an operator would (`ceph tell osd.0 config set`), then:
   1. reads one missing object READS times: the onode cache's miss counter
      (onode_misses) grows once with absent entries on, once per read
      with them off;
@@ -20,20 +20,22 @@ an operator would (`ceph tell osd.0 config set`), then:
 Then:
   6. switching absent entries off at run time drops those already cached:
      the next read of an object remembered absent misses the onode cache;
-  7. with a key error injected (bluestore_debug_inject_onode_key_error), a
-     new object's write makes the OSD abort in the key self-check, before
-     the key is stored; restarted, the OSD takes the client's resent write
-     under the right key, and the object reads back.
+  7. a key error injected (bluestore_debug_inject_onode_key_error), which
+     the OSD reads at start only, and only when set for it alone: set at
+     run time (`ceph tell osd.0 config set` and the monitors' `ceph config
+     set osd.0`) it is refused, and a new object is written and reads back;
+     left in the monitors' central configuration, the OSD takes it when it
+     restarts but does not abort: it ignores it (its log says why) and a
+     new object reads back; set on its command line, the OSD aborts in the
+     key self-check at its first onode lookup (its superblock's, while it
+     starts), before any key is stored; restarted without it, the OSD comes
+     up.
 Last, the OSD restarts and every object reads back as last written.
 Every wait is bounded; a step that fails is named in the record (record.json).
 """
 import dataclasses
-import hashlib
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 from .checks import Objects, candidate_check_main
@@ -42,16 +44,16 @@ from .cluster_admin import newest_map
 from .record import NodeError
 from .shell import sh
 from .spec import NodeSpec
+from .onode_key_injection import (injection_at_run_time_ignored, injection_at_start_aborts,
+                                  injection_from_central_configuration_ignored)
 
 READS = 20
 # copy-from moves this much per round trip; an object larger than one chunk is
 # copied into a temporary object, renamed into place at the end
 COPY_CHUNK = 65536
 COPY_SIZE = 5 * COPY_CHUNK
-# (cache_absent, key_self_check) per round: the default first, then each switch
-ROUNDS = [(True, True), (False, True), (True, False)]
-# the self-check must stop the OSD well within this
-ABORT_WAIT = 120
+# bluestore_onode_cache_absent per round: the default first
+ROUNDS = [True, False]
 
 
 class Store(Objects):
@@ -80,18 +82,17 @@ def onode_counters(cluster: Cluster) -> tuple[int, int]:
     return dump["onode_hits"], dump["onode_misses"]
 
 
-def set_options(cluster: Cluster, cache_absent: bool, self_check: bool) -> None:
-    for key, value in (("bluestore_onode_cache_absent", cache_absent),
-                       ("bluestore_onode_key_self_check", self_check)):
-        cluster.ceph("tell", "osd.0", "config", "set", key, str(value).lower())
-        got = cluster.ceph("tell", "osd.0", "config", "get", key).stdout
-        if json.loads(got).get(key) != str(value).lower():
-            raise NodeError(f"osd.0 did not take {key} = {value}: {got.strip()}")
+def set_cache_absent(cluster: Cluster, cache_absent: bool) -> None:
+    key, value = "bluestore_onode_cache_absent", str(cache_absent).lower()
+    cluster.ceph("tell", "osd.0", "config", "set", key, value)
+    got = cluster.ceph("tell", "osd.0", "config", "get", key).stdout
+    if json.loads(got).get(key) != value:
+        raise NodeError(f"osd.0 did not take {key} = {value}: {got.strip()}")
 
 
-def one_round(cluster: Cluster, store: Store, tag: str, cache_absent: bool, self_check: bool) -> list[str]:
-    set_options(cluster, cache_absent, self_check)
-    setting = f"cache_absent={cache_absent}, key_self_check={self_check}"
+def one_round(cluster: Cluster, store: Store, tag: str, cache_absent: bool) -> list[str]:
+    set_cache_absent(cluster, cache_absent)
+    setting = f"cache_absent={cache_absent}"
     steps = []
 
     hits0, misses0, epoch0 = *onode_counters(cluster), newest_map(cluster)
@@ -143,64 +144,19 @@ def one_round(cluster: Cluster, store: Store, tag: str, cache_absent: bool, self
 
 def absent_entries_dropped(cluster: Cluster, store: Store) -> str:
     """Absent entries switched off at run time: those already cached go."""
-    set_options(cluster, True, True)
+    set_cache_absent(cluster, True)
     store.missing("an object remembered absent", "dropped-never")
     store.missing("an object remembered absent, again", "dropped-never")
-    set_options(cluster, False, True)
+    set_cache_absent(cluster, False)
     hits0, misses0 = onode_counters(cluster)
     store.missing("the first read once absent entries are off", "dropped-never")
     hits1, misses1 = onode_counters(cluster)
     if misses1 == misses0:
         raise NodeError(f"absent entries switched off at run time: the object remembered absent was still "
                         f"answered from the onode cache ({hits1 - hits0} hits, no miss)")
-    set_options(cluster, True, True)
+    set_cache_absent(cluster, True)
     return ("absent entries switched off at run time: the entry cached before is gone "
             f"(the next read missed the onode cache {misses1 - misses0} time(s))")
-
-
-def key_self_check_stops_a_bad_key(cluster: Cluster, store: Store) -> str:
-    """A corrupted key for a new object: the OSD aborts before storing it; the
-    client's write, resent to the restarted OSD, is stored under the right key."""
-    name = "self-check-new"
-    data = os.urandom(4096)
-    src = store.work / f"{name}.put"
-    src.write_bytes(data)
-    cluster.ceph("tell", "osd.0", "config", "set", "bluestore_debug_inject_onode_key_error", "true")
-    osd = cluster.procs["osd.0"]
-    # the write waits for the OSD (its retries span the restart): in the background
-    writer = subprocess.Popen([*map(str, cluster.rados), "put", name, str(src)],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.monotonic() + ABORT_WAIT
-        while osd.poll() is None:
-            if writer.poll() is not None:
-                raise NodeError("a write with a corrupted onode key was acknowledged: the key self-check did not "
-                                f"stop it before it was stored (rados put exit {writer.returncode})")
-            if time.monotonic() > deadline:
-                raise NodeError(f"with a key error injected, the OSD neither aborted nor acknowledged the write "
-                                f"within {ABORT_WAIT} s")
-            try:
-                osd.wait(timeout=1)
-            except subprocess.TimeoutExpired:
-                pass
-        cluster.procs.pop("osd.0")
-        tail = "\n".join(cluster.log_tail("osd.0", 60))
-        if "t == oid" not in tail:
-            raise NodeError(f"the OSD exited (status {osd.returncode}), but not in the key self-check: "
-                            f"{cluster.cause()}")
-        cluster.start_osd()  # the injection was a run-time setting: gone
-        out, _ = writer.communicate(timeout=300)
-        if writer.returncode != 0:
-            raise NodeError(f"the write resent to the restarted OSD failed: {out.strip()[-300:]}")
-    finally:
-        if writer.poll() is None:
-            writer.kill()
-            writer.wait()
-        src.unlink()
-    store.sums[name], store.sizes[name] = hashlib.sha256(data).hexdigest(), len(data)
-    store.check("written after the self-check stopped its corrupted key", name)
-    return ("a corrupted onode key: the OSD aborted in the key self-check before storing it; restarted, it "
-            "stored the client's resent write under the right key, which reads back")
 
 
 def onode_cache_osd(spec: NodeSpec, state: Path, steps: list) -> None:
@@ -209,10 +165,12 @@ def onode_cache_osd(spec: NodeSpec, state: Path, steps: list) -> None:
     try:
         cluster.up()
         store = Store(cluster, state)
-        for i, (cache_absent, self_check) in enumerate(ROUNDS):
-            steps += one_round(cluster, store, f"r{i}", cache_absent, self_check)
+        for i, cache_absent in enumerate(ROUNDS):
+            steps += one_round(cluster, store, f"r{i}", cache_absent)
         steps.append(absent_entries_dropped(cluster, store))
-        steps.append(key_self_check_stops_a_bad_key(cluster, store))
+        steps.append(injection_at_run_time_ignored(cluster, store))
+        steps.append(injection_from_central_configuration_ignored(cluster, store))
+        steps.append(injection_at_start_aborts(cluster))
         cluster.stop_osd()
         cluster.start_osd()
         for name in sorted(store.sums):

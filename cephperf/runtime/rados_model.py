@@ -35,56 +35,14 @@ from .checks import install_candidate, installed_version
 from .cluster import Cluster
 from .cluster_admin import (POLL_SECONDS, autoscale_off, deep_scrub_pool, make_pool, restart_osd, split_pool,
                             tell_osd_option)
-from .daemon_log import abort_lines
 from .model_workloads import OmapModel, TestRados, pool_ioctx
-from .record import NodeError, recorded
-from .shell import log, sh
+from .record import NodeError
+from .shell import sh
 from .spec import NodeSpec
+from .steps import NotExercised, Steps, check_main, describe
 
 POOL = "bench"  # the cluster's own pool, where ceph_test_rados runs
 OMAP_POOL = "omap"
-
-
-class NotExercised(NodeError):
-    """The run ended before it did what it must (the workload was too short): no verdict on the OSD."""
-
-
-class Steps:
-    """The record's steps: a line each on the log, and each one's time and counts."""
-
-    def __init__(self, result: dict, cluster: Cluster):
-        self.result, self.cluster = result, cluster
-        result["steps"], result["checks"] = [], []
-
-    @contextlib.contextmanager
-    def step(self, name: str):
-        entry = {"step": name}
-        self.result["checks"].append(entry)
-        t0 = time.monotonic()
-        try:
-            yield entry
-        except (NodeError, subprocess.TimeoutExpired) as e:
-            entry["error"] = f"{abort_summary(self.cluster)}{e}"
-            raise (type(e) if isinstance(e, NodeError) else NodeError)(f"{name}: {entry['error']}") from None
-        finally:
-            entry["seconds"] = round(time.monotonic() - t0, 1)
-
-    def line(self, text: str) -> None:
-        self.result["steps"].append(text)
-        log(text)
-
-
-def abort_summary(cluster: Cluster) -> str:
-    """What a dead OSD's log says of its end, above the backtrace cause() shows:
-    the assertion, the signal and the RocksDB error before them."""
-    osd = cluster.procs.get("osd.0")
-    if osd is None or osd.poll() is None:
-        return ""
-    log_file = cluster.state / "log" / "osd.0.log"
-    with open(log_file, "rb") as f:
-        f.seek(max(0, log_file.stat().st_size - (4 << 20)))
-        found = abort_lines(f.read().decode(errors="replace"))
-    return f"osd.0 died ({' | '.join(found[:4])}); " if found else ""
 
 
 def test_rados_step(cluster: Cluster, workload: dict, steps: Steps) -> None:
@@ -126,10 +84,6 @@ def test_rados_step(cluster: Cluster, workload: dict, steps: Steps) -> None:
                    f"{restart['up_again_from']}), and all {scrub['pgs']} PGs ({scrub['objects']} objects) "
                    f"deep-scrubbed in {scrub['seconds']} s from op {scrub['ops_started_before']} to op "
                    f"{scrub['ops_started_after']}, finding nothing")
-
-
-def describe(counts: dict) -> str:
-    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
 
 
 def omap_step(cluster: Cluster, workload: dict, steps: Steps, rng: random.Random) -> None:
@@ -192,19 +146,7 @@ def rados_model(spec: NodeSpec, result: dict) -> None:
 
 
 def main() -> int:
-    spec = NodeSpec.load(Path(sys.argv[1]))
-    t0 = time.monotonic()
-    with recorded(Path(spec.state_dir)) as result:
-        # until the cluster is up, a failure says nothing about the OSD
-        result["could_not_run"] = True
-        try:
-            rados_model(spec, result)
-        except NotExercised:
-            result["could_not_run"] = True
-            raise
-        finally:
-            result["seconds"] = round(time.monotonic() - t0)
-    return 0 if result["ok"] else 1
+    return check_main(rados_model)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """Commands on the node side: bounded in time, failures named."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 
@@ -19,3 +21,16 @@ def sh(*cmd, timeout=120, check=True, **kw):
 
 def log(msg):
     print(f"[node] {msg}", file=sys.stderr, flush=True)
+
+
+def stop_session(proc: subprocess.Popen, grace: float) -> None:
+    """End a process started in a session of its own, with all it started
+    there: SIGTERM to its process group, SIGKILL after `grace` seconds."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

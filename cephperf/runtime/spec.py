@@ -20,9 +20,17 @@ class NodeSpec:
     v1_port: int = 0
     spare_ports: list[int] = field(default_factory=list)
     device_gib: float = 4
+    # The OSDs' device layout (bench/layouts.toml, one table resolved, with its
+    # name): what the host makes for them and what the running OSD must report.
+    layout: dict = field(default_factory=dict)
+    # Block devices the host attached for the layout, one per OSD in id order
+    # (cephperf/loop_devices.py); empty: BlueStore's own file-backed device.
+    block_devices: list[str] = field(default_factory=list)
     # OSDs on this host, each with its own device; the pool's size is their
     # number (replication between them), so the messenger carries replica ops.
     osds: int = 1
+    # The PGs of the cluster's pool, "bench".
+    pool_pgs: int = 32
     # ceph.conf sections set from mkfs on, and [osd] options set once the OSD is up.
     conf: dict = field(default_factory=dict)
     runtime_conf: dict = field(default_factory=dict)
@@ -53,6 +61,10 @@ class NodeSpec:
     # only, after `warmup_seconds` of the same workload (instructions per op).
     # Native rados rounds run the same warm-up before their window too.
     instrument: str | None = None
+    # Counted rounds: before the window, the idle cluster counted for this
+    # long (no client I/O), so that the report can say which share of each
+    # op's figure the idle cluster spends anyway (instrument.idle_share).
+    counted_idle_seconds: int = 0
     warmup_seconds: int = 0
     # Write profiles count ops, not seconds: the warm-up and the window write
     # exactly this many objects each, under fixed object names (below).

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from .record import NodeError, recorded
-from .shell import log, sh
+from .shell import log, sh, stop_session
 
 # ceph's own reply to --show_config_value for a name its option table lacks;
 # an unknown --NAME=VALUE, by contrast, is ignored without a word.
@@ -162,7 +162,7 @@ def run_test(binary: str, options: dict, test: dict, limit: float, state: Path, 
         except subprocess.TimeoutExpired:
             rc = None
         finally:
-            stop(proc)
+            stop_session(proc, KILL_GRACE)
     seconds = time.monotonic() - t0
     shutil.rmtree(scratch, ignore_errors=True)
     result = {"name": test["name"], "run": test["run"], "runs": test["runs"],
@@ -173,18 +173,6 @@ def run_test(binary: str, options: dict, test: dict, limit: float, state: Path, 
     if result["result"] not in ("passed", "skipped"):
         result["tail"] = excerpt(log_file)
     return result
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """End the test's whole process group (store_test's threads and anything it started)."""
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=KILL_GRACE)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def run_pass(plan: dict, one: dict, state: Path) -> dict:

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.bench.verdict import host_environment, judge_report, new_run_dir, publish
-from cephperf.common import EXIT_ERROR, StageError, load_toml, main_wrapper
+from cephperf.bench.verdict import host_environment, judge_report, load_rules, new_run_dir, publish
+from cephperf.common import EXIT_ERROR, StageError, main_wrapper
 
 
 def external_rounds(path: Path, side: str) -> tuple[dict, list[dict]]:
@@ -51,7 +51,7 @@ def execute():
                      "candidate": {"source": f"{cand.get('cluster')} ({args.candidate})"}},
            "records": base_recs + cand_recs, "environment": {"host": host_environment()}}
     out = args.out or new_run_dir("compare", base["profile"])
-    rep = judge_report(rep, load_toml(args.rules), args.rules)
+    rep = judge_report(rep, load_rules(args.rules), args.rules)
     return publish(rep, out, args.strict, link_latest=args.out is None)
 
 

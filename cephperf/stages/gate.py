@@ -1,6 +1,6 @@
 """bench/gate: single-OSD rados bench A/B with a verdict noise does not decide.
 
-  bench/gate --baseline SRC --candidate SRC [--profile NAME] [--variant NAME]
+  bench/gate --baseline SRC --candidate SRC [--profile NAME] [--variant NAME] [--layout NAME]
              [--mode native|counted|both] [--rounds N] [--counted-rounds N] [--seconds S]
              [--baseline-conf FILE] [--candidate-conf FILE] [--rules FILE] [--out DIR]
   bench/gate --cluster CONF --keyring K --pool P [--profile NAME] [--rounds N]
@@ -10,6 +10,15 @@ them, an apt line ('deb [trusted=yes] URL trixie main'), or a directory
 holding a built ceph-osd (and lib/) used in place of the stock one.
 
   bench/gate --rejudge REPORT.json [--rules FILE] [--out DIR] [--strict]
+
+--layout NAME (bench/layouts.toml, default hdd): the OSD's device layout,
+hdd (BlueStore's file-backed device on this host's rotational disk) or
+flash (a loop device that says it is non-rotational); every round reads
+back from the running OSD the layout it had, and fails if it is not the one
+asked for. --profile and --layout may each name several, comma-separated
+(the release gate: --profile 4k-write,4k-write-d1 --layout hdd,flash): one
+run per profile and layout, each judged alone, its report in
+OUT/PROFILE-LAYOUT; the exit code is the worst run's.
 
 Baseline and candidate run in ABBA blocks (A B, B A, A B, ...), each round on
 a fresh mon and OSD inside the cached trixie runtime root. Each rule of the
@@ -36,12 +45,14 @@ import time
 from pathlib import Path
 
 from cephperf import paths
-from cephperf.bench.report import SCHEMA_VERSION
+from cephperf.bench.layouts import DEFAULT as DEFAULT_LAYOUT, layout_names, load_layout
+from cephperf.bench.report import SCHEMA_VERSION, round_summary
 from cephperf.bench.rounds import (load_profile, merge_conf, parse_source, read_conf_file, round_spec, run_node,
                                    runs_dir)
-from cephperf.bench.verdict import host_environment, judge_report, new_run_dir, publish
+from cephperf.bench.verdict import (EXIT_PASS, EXIT_REGRESSION, EXIT_UNPROVEN, host_environment, judge_report,
+                                    load_rules, new_run_dir, publish)
 from cephperf.packaging.roots import Root
-from cephperf.common import EXIT_ERROR, StageError, load_toml, log, main_wrapper, rmtree, write_atomic
+from cephperf.common import EXIT_ERROR, StageError, log, main_wrapper, rmtree, write_atomic
 
 
 DEFAULT_RULES = paths.RULES / "default.toml"
@@ -92,8 +103,10 @@ def execute():
     p.add_argument("--candidate")
     p.add_argument("--baseline-conf", type=Path)
     p.add_argument("--candidate-conf", type=Path)
-    p.add_argument("--profile", default="4k-write")
+    p.add_argument("--profile", default="4k-write", help="bench/profiles/NAME.toml; several, comma-separated")
     p.add_argument("--variant", default="defaults")
+    p.add_argument("--layout", default=DEFAULT_LAYOUT, help="the OSD's device layout (bench/layouts.toml: "
+                   f"{', '.join(layout_names())}; default {DEFAULT_LAYOUT}); several, comma-separated")
     p.add_argument("--rounds", type=int,
                    help=f"native rounds per side (default: the variant's pairs, else {DEFAULT_PAIRS}; an even number "
                         "cancels a linear drift)")
@@ -126,7 +139,7 @@ def execute():
             return external(args)
         if not (args.baseline and args.candidate):
             p.error("give --baseline SRC and --candidate SRC (or --cluster CONF)")
-        return ab(args)
+        return each_run(args)
     except StageError as e:
         print(f"gate: ERROR (could not run): {e}")
         return 2
@@ -152,6 +165,7 @@ def plan(args) -> list[tuple[str, int, str]]:
 def run_rounds(args, prof: dict, sides: dict, confs: dict, keep: Path) -> list[dict] | str:
     """Every round of the plan, a fresh OSD each; the records, or the message
     of the round that could not run. Counted rounds' callgrind dumps go to `keep`."""
+    layout = load_layout(args.layout)
     Root("runtime").create()
     run_root = runs_dir()
     records, t0 = [], time.monotonic()
@@ -163,7 +177,8 @@ def run_rounds(args, prof: dict, sides: dict, confs: dict, keep: Path) -> list[d
             # the side whose path was one character longer, in every pair.
             state = run_root / f"round-{n:02d}"
             conf = merge_conf(prof["conf"], confs[side])
-            spec = round_spec(state, prof, sides[side], conf, args.seconds, args.stall_seconds, args.progress, mode)
+            spec = round_spec(state, prof, sides[side], conf, args.seconds, args.stall_seconds, args.progress, mode,
+                              layout)
             eta = "" if n == 1 else f", about {(time.monotonic() - t0) / (n - 1) * (len(rounds) - n + 1) / 60:.0f} min left"
             log(f"round {n}/{len(rounds)} ({side}, {mode}){eta}")
             rec = run_node("round", spec, [sides[side].get("bind")])
@@ -187,17 +202,6 @@ def run_rounds(args, prof: dict, sides: dict, confs: dict, keep: Path) -> list[d
     return records
 
 
-def round_summary(rec: dict) -> str:
-    if rec.get("mode") == "callgrind" or rec.get("osd_instructions_per_op"):
-        return (f"{rec['osd_instructions_per_op']:,.0f} instructions/op, "
-                f"{rec['osd_est_cycles_per_op']:,.0f} estimated cycles/op ({rec['iops']:.0f} IOPS under callgrind)")
-    placed = rec.get("cpu_placement") or {}
-    where = (f", OSD on CPU {placed['allowed'].get('osd.0')}, client on {placed['allowed'].get('client')}"
-             if placed.get("pinned") else "")
-    return (f"{rec['iops']:.0f} IOPS, {rec.get('osd_cpu_us_per_op') or 0:.1f} µs CPU/op, "
-            f"peak RSS {rec.get('osd_peak_rss_mib')} MiB{where}")
-
-
 def apply_variant_defaults(args, prof: dict) -> Path:
     """--mode and --rounds where not given, and the rules file: the command
     line's, else the variant's own (the cpu variant: native, 16 pairs,
@@ -212,18 +216,20 @@ def apply_variant_defaults(args, prof: dict) -> Path:
 def ab(args) -> int:
     prof = load_profile(args.profile, args.variant)
     rules_file = apply_variant_defaults(args, prof)
-    rules = load_toml(rules_file)
+    rules = load_rules(rules_file)
     sides = {"baseline": parse_source(args.baseline), "candidate": parse_source(args.candidate)}
     confs = {"baseline": read_conf_file(args.baseline_conf), "candidate": read_conf_file(args.candidate_conf)}
     for name, s in sides.items():
         s["conf"] = str(getattr(args, f"{name}_conf")) if getattr(args, f"{name}_conf") else None
     t0 = time.monotonic()
-    out = args.out or new_run_dir("gate", f"{prof['name']}-{prof['variant']}")
+    layout = load_layout(args.layout)
+    out = args.out or new_run_dir("gate", f"{prof['name']}-{prof['variant']}-{layout['name']}")
     records = run_rounds(args, prof, sides, confs, out / "callgrind")
     if isinstance(records, str):
         print(f"gate: ERROR (could not run): {records}")
         return 2
     rep = {"profile": prof["name"], "description": prof.get("description", ""), "variant": prof["variant"],
+           "layout": layout,
            "rounds": args.rounds, "mode": args.mode, "seconds": args.seconds or prof["bench"]["seconds"],
            "sides": {k: {"source": v["source"], "conf": v.get("conf")} for k, v in sides.items()},
            "records": records, "wall_seconds": round(time.monotonic() - t0),
@@ -238,6 +244,33 @@ def ab(args) -> int:
     return publish(judge_report(rep, rules, rules_file), out, args.strict, link_latest=args.out is None)
 
 
+# The worst first: the exit code of several runs is that of the worst.
+SEVERITY = (EXIT_ERROR, EXIT_REGRESSION, EXIT_UNPROVEN, EXIT_PASS)
+
+
+def each_run(args) -> int:
+    """--profile and --layout may each name several, comma-separated: one A/B
+    run for each profile in each layout, each judged alone, with its report
+    in OUT/PROFILE-LAYOUT. The exit code is the worst run's; the last line
+    names each run that did not pass."""
+    profiles, layouts = args.profile.split(","), args.layout.split(",")
+    if len(profiles) == 1 and len(layouts) == 1:
+        return ab(args)
+    out = args.out or new_run_dir("gate", f"{'+'.join(profiles)}-{'+'.join(layouts)}")
+    codes = {}
+    for profile in profiles:
+        for layout in layouts:
+            run = argparse.Namespace(**{**vars(args), "profile": profile, "layout": layout,
+                                        "out": out / f"{profile}-{layout}"})
+            log(f"gate: {profile} in the {layout} layout")
+            codes[f"{profile} ({layout})"] = ab(run)
+    worst = min(codes.values(), key=SEVERITY.index)
+    failed = [f"{run}: exit {code}" for run, code in codes.items() if code != EXIT_PASS]
+    word = {EXIT_PASS: "PASS", EXIT_REGRESSION: "REGRESSION", EXIT_UNPROVEN: "NOT SHOWN"}.get(worst, "ERROR")
+    print(f"gate: {word} ({len(codes)} runs{': ' + '; '.join(failed) if failed else ', each passed'}) ({out})")
+    return worst
+
+
 def rejudge(args) -> int:
     """A saved report's rounds judged again, with its own rules file or --rules."""
     try:
@@ -249,7 +282,7 @@ def rejudge(args) -> int:
     saved = Path(rep.get("rules_file", ""))
     rules_file = args.rules or (saved if saved.is_file() else DEFAULT_RULES)
     out = args.out or new_run_dir("gate", f"{rep['profile']}-{rep['variant']}-rejudged")
-    return publish(judge_report(rep, load_toml(rules_file), rules_file), out, args.strict, link_latest=args.out is None)
+    return publish(judge_report(rep, load_rules(rules_file), rules_file), out, args.strict, link_latest=args.out is None)
 
 
 def main():

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from cephperf import paths
+from cephperf.bench.layouts import DEFAULT as DEFAULT_LAYOUT, load_layout
 from cephperf.bench.rounds import load_profile, merge_conf, parse_source, round_spec, run_node
 from cephperf.common import (EXIT_ERROR, EXIT_FAIL, StageError, hash_inputs, load_pins, load_toml, log,
                              main_wrapper, rmtree, write_atomic)
@@ -68,9 +69,11 @@ def train(instrumented: Path, training: dict, counts: Path) -> list[dict]:
     rounds = []
     for w in training["workload"]:
         prof = load_profile(w["profile"], "defaults")
+        layout = load_layout(w.get("layout", DEFAULT_LAYOUT))
         conf = merge_conf(prof["conf"], training.get("conf", {}))
-        state = paths.bench_state(f"pgo-train-{prof['name']}")
-        spec = round_spec(state, prof, side, conf, w.get("seconds", training["seconds"]), STALL_SECONDS, False)
+        state = paths.bench_state(f"pgo-train-{prof['name']}-{layout['name']}")
+        spec = round_spec(state, prof, side, conf, w.get("seconds", training["seconds"]), STALL_SECONDS, False,
+                          layout=layout)
         spec.osd_environment = {"GCOV_PREFIX": str(counts)}
         t0 = time.monotonic()
         rec = run_node("round", spec, [side["bind"], str(counts)])
@@ -78,9 +81,9 @@ def train(instrumented: Path, training: dict, counts: Path) -> list[dict]:
             raise StageError(f"training round {prof['name']} failed: {rec.get('error')}; its logs are under {state}",
                              EXIT_FAIL)
         rmtree(state)
-        done = {"profile": prof["name"], "ops": rec.get("ops"), "iops": rec.get("iops"),
+        done = {"profile": prof["name"], "layout": layout["name"], "ops": rec.get("ops"), "iops": rec.get("iops"),
                 "seconds": round(time.monotonic() - t0)}
-        log(f"trained on {prof['name']}: {done['ops']} ops in {done['seconds']} s")
+        log(f"trained on {prof['name']} ({layout['name']}): {done['ops']} ops in {done['seconds']} s")
         rounds.append(done)
     return rounds
 

@@ -17,7 +17,7 @@ from cephperf.common import EXIT_ERROR, StageError, load_toml
 from cephperf.paths import RULES
 from cephperf.runtime.cluster import Cluster
 from cephperf.runtime.daemon_log import abort_lines, cause, exit_status
-from cephperf.runtime.instrument import estimated_cycles, function_name, parse_annotation, totals, wrap
+from cephperf.runtime.instrument import estimated_cycles, function_name, idle_share, parse_annotation, totals, wrap
 from cephperf.runtime.fio import FioWatch, parse_fio
 from cephperf.runtime.fio_rbd import job_args
 from cephperf.runtime.measure import parse_summary, with_max_objects
@@ -142,7 +142,8 @@ class RoundSpecTest(unittest.TestCase):
         self.assertEqual((prof["bench"]["jobs"], prof["bench"]["files"]), (16, 1))
         self.assertIn("inode lock", prof["native_only"])
         self.assertIsNone(load_profile("rbd-4k-randwrite", "defaults")["native_only"])
-        self.assertIn("runs 3 OSDs", load_profile("4k-write", "three-osds")["native_only"])
+        # counted rounds of three OSDs run each under a callgrind of its own (instrument.measure_roles)
+        self.assertIsNone(load_profile("4k-write", "three-osds")["native_only"])
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "odd.toml"
             path.write_text('[bench]\ntool = "fio-cephfs"\nrw = "randwrite"\nblock_size = 4096\njobs = 16\n'
@@ -157,13 +158,38 @@ class RoundSpecTest(unittest.TestCase):
             with self.assertRaisesRegex(StageError, r"odd.toml: \[bench\] lacks iodepth, seconds, image_gib"):
                 load_profile(str(path), "defaults")
             path.write_text('[bench]\ntool = "fio"\n')
-            with self.assertRaisesRegex(StageError, r"odd.toml: \[bench\] tool = 'fio'; known: rados, fio-rbd, fio-cephfs"):
+            with self.assertRaisesRegex(StageError, r"odd.toml: \[bench\] tool = 'fio'; known: rados, rados-latency, fio-rbd, fio-cephfs"):
                 load_profile(str(path), "defaults")
 
     def test_the_three_osd_variant_asks_for_three_osds(self):
         spec = round_spec(Path("/state"), load_profile("4k-write", "three-osds"), {}, {}, None, 20, False)
         self.assertEqual(spec.osds, 3)
         self.assertEqual(round_spec(Path("/s"), load_profile("4k-write", "defaults"), {}, {}, None, 20, False).osds, 1)
+
+    def test_only_the_three_osd_variants_counted_rounds_count_the_idle_cluster_first(self):
+        three = load_profile("4k-write", "three-osds")
+        self.assertEqual(round_spec(Path("/s"), three, {}, {}, None, 20, False, mode="callgrind").counted_idle_seconds, 10)
+        self.assertEqual(round_spec(Path("/s"), three, {}, {}, None, 20, False).counted_idle_seconds, 0)
+        one = load_profile("4k-write", "defaults")
+        self.assertEqual(round_spec(Path("/s"), one, {}, {}, None, 20, False, mode="callgrind").counted_idle_seconds, 0)
+
+    def test_the_idle_clusters_share_is_scaled_to_each_osds_window_and_taken_off(self):
+        # 10 s idle: osd.0 1.0M instructions, each replica 0.5M; a 20 s window of 40 ops
+        idle = {"osd.0": {"Ir": 1_000_000}, "osd.1": {"Ir": 500_000}, "osd.2": {"Ir": 500_000}}
+        ten = {n: 10.0 for n in idle}
+        twenty = {n: 20.0 for n in idle}
+        per_op = {"osd_instructions_per_op": 800_000.0, "primary_instructions_per_op": 400_000.0}
+        got = idle_share(idle, ten, twenty, 40, per_op)
+        self.assertEqual(got["idle_instructions_per_second"], 200_000.0)
+        self.assertEqual(got["osd_idle_instructions_per_op"], 100_000.0)  # 2M x 2 / 40
+        self.assertEqual(got["osd_instructions_per_op_beyond_idle"], 700_000.0)
+        self.assertEqual(got["primary_idle_instructions_per_op"], 50_000.0)
+        self.assertEqual(got["primary_instructions_per_op_beyond_idle"], 350_000.0)
+        # an OSD counted longer in the window (the dumps run one after the other) weighs more
+        longer = dict(twenty, **{"osd.2": 30.0})
+        self.assertEqual(idle_share(idle, ten, longer, 40, per_op)["osd_idle_instructions_per_op"], 112_500.0)
+        with self.assertRaisesRegex(NodeError, "no op"):
+            idle_share(idle, ten, twenty, 0, per_op)
 
     def test_a_window_in_ops_replaces_the_profiles_object_cap(self):
         self.assertEqual(with_max_objects(["-t", 1, "--max-objects", 1000000, "--no-cleanup"], 3000),
@@ -420,7 +446,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn("| IOPS | 1,001 | 501 | 0.500 |", md)
         self.assertIn("| 6 | candidate | native | 502 |", md)  # rounds in order, alternating
         self.assertIn("| ceph-osd instructions/op | lower | 1% | 0 | - | - | - | not measured |", md)
-        self.assertIn("variant `defaults`, 3 native round(s) per side in ABBA order", md)
+        self.assertIn("variant `defaults`, layout `hdd (not recorded)`, 3 native round(s) per side in ABBA order", md)
 
     def test_markdown_counts_the_rounds_each_mode_ran(self):
         # --rounds (native, default 4) is saved even when only counted rounds ran
@@ -430,7 +456,8 @@ class ReportTest(unittest.TestCase):
         rep = {"verdict": "gain", "profile": "4k-write", "description": "4 KiB writes", "variant": "defaults",
                "rounds": 4, "sides": {"baseline": {"source": "a"}, "candidate": {"source": "b"}},
                "judgement": judge_paired(records, load_toml(RULES / "default.toml")), "records": records}
-        self.assertIn("variant `defaults`, 5 instruction-counted round(s) per side in ABBA order", markdown(rep))
+        self.assertIn("variant `defaults`, layout `hdd (not recorded)`, 5 instruction-counted round(s) per side in ABBA order",
+                      markdown(rep))
         rep["records"] += [{**r, "mode": "native", "round": r["round"] + 10} for r in records[:4]]
         self.assertIn("5 instruction-counted and 2 native round(s) per side", markdown(rep))
 

@@ -65,7 +65,6 @@ class StoreTestSmoke(unittest.TestCase):
             self.assertTrue(all(t["result"] == "passed" for t in passes["defaults"]["tests"]))
             self.assertEqual(passes["delete-range-always"]["status"], "passed")
             for name, option in (("onode-cache-absent-off", "bluestore_onode_cache_absent"),
-                                 ("onode-key-self-check-off", "bluestore_onode_key_self_check"),
                                  ("insert-hint-off", "bluestore_rocksdb_memtable_insert_hint")):
                 self.assertEqual(passes[name]["status"], "skipped")
                 self.assertIn(f"does not know {option}", passes[name]["skipped"])

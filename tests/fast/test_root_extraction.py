@@ -1,0 +1,96 @@
+"""A cached root is extracted once, however many runs ask for it together.
+
+Two runs that find no extracted root (the gate's concurrent runs, a stage
+beside a test) must not both extract: they would share the .new directory,
+and the later one would remove the root the first already runs on. The
+first extraction here holds until the second run has asked (an event, not a
+sleep); with the extraction serialised the second then finds the first's
+result and extracts nothing.
+"""
+import tarfile
+import tempfile
+import threading
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from cephperf.packaging import roots
+from cephperf.packaging.roots import Root
+
+WAIT_SECONDS = 10
+
+
+def fake_root(cache: Path) -> Root:
+    root = object.__new__(Root)
+    root.kind, root.key, root.dir = "runtime", "0123456789abcdef", cache
+    root.tarball = cache / "runtime-0123456789abcdef.tar"
+    root.extracted = cache / "runtime-0123456789abcdef"
+    return root
+
+
+class ConcurrentExtractionTest(unittest.TestCase):
+    def test_two_runs_asking_at_once_extract_once(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            cache = Path(tmp)
+            payload = cache / "etc-os-release"
+            payload.write_text("trixie\n")
+            root = fake_root(cache)
+            with tarfile.open(root.tarball, "w") as tar:
+                tar.add(payload, arcname="etc/os-release")
+
+            asked = threading.Semaphore(0)
+            second_asked = threading.Event()
+            lock = threading.Lock()
+            active, most, extractions = 0, 0, 0
+            real_run = roots.run
+
+            def create():
+                asked.release()
+                return True
+
+            def counting_run(argv, what, **kw):
+                nonlocal active, most, extractions
+                with lock:
+                    active += 1
+                    extractions += 1
+                    most = max(most, active)
+                    first = extractions == 1
+                if first:
+                    # hold the first extraction until the second run has asked
+                    second_asked.wait(WAIT_SECONDS)
+                try:
+                    return real_run(argv, what, **kw)
+                finally:
+                    with lock:
+                        active -= 1
+
+            def watch():
+                for _ in range(2):
+                    asked.acquire(timeout=WAIT_SECONDS)
+                second_asked.set()
+
+            results, errors = [], []
+
+            def ask():
+                try:
+                    results.append(root.ensure_extracted())
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+
+            root.create = create
+            with mock.patch.object(roots, "run", counting_run), mock.patch.object(roots, "log", lambda *a: None):
+                threads = [threading.Thread(target=f) for f in (watch, ask, ask)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join(3 * WAIT_SECONDS)
+            self.assertEqual(errors, [])
+            self.assertEqual(most, 1, "two extractions ran at once")
+            self.assertEqual(extractions, 1, "the second run extracted again")
+            self.assertEqual(results, [root.extracted, root.extracted])
+            self.assertEqual((root.extracted / "etc" / "os-release").read_text(), "trixie\n")
+            self.assertFalse(root.extracted.with_name(root.extracted.name + ".new").exists())
+
+
+if __name__ == "__main__":
+    unittest.main()
