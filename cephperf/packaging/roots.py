@@ -94,11 +94,24 @@ class Root:
                      f"--customize-hook=rm -rf \"$1{DEPS_IN_ROOT}\""]
         return args + ["--customize-hook=chroot \"$1\" apt-get clean"]
 
+    def tarball_current(self) -> bool:
+        return self.tarball.exists() and bool(read_stamp(self.tarball.with_suffix(".json")))
+
     def create(self) -> bool:
         """Make the tarball unless it exists. Returns True on a cache hit."""
-        if self.tarball.exists() and read_stamp(self.tarball.with_suffix(".json")):
+        if self.tarball_current():
             log(f"cache hit: {self.tarball}")
             return True
+        # Two runs that need the same root (a release stage beside a test)
+        # would each remove the other's part file as stale: one creates it,
+        # the others wait and take its result.
+        with locked(self.dir / f"{self.tarball.name}.lock"):
+            if self.tarball_current():
+                log(f"cache hit: {self.tarball} (made by a concurrent run)")
+                return True
+            return self._create_locked()
+
+    def _create_locked(self) -> bool:
         self.dir.mkdir(parents=True, exist_ok=True)
         for stale in self.dir.glob(f"{self.tarball.name}.part-*"):
             stale.unlink(missing_ok=True)

@@ -1,4 +1,4 @@
-"""A cached root is extracted once, however many runs ask for it together.
+"""A cached root is made and extracted once, however many runs ask together.
 
 Two runs that find no extracted root (the gate's concurrent runs, a stage
 beside a test) must not both extract: they would share the .new directory,
@@ -90,6 +90,70 @@ class ConcurrentExtractionTest(unittest.TestCase):
             self.assertEqual(results, [root.extracted, root.extracted])
             self.assertEqual((root.extracted / "etc" / "os-release").read_text(), "trixie\n")
             self.assertFalse(root.extracted.with_name(root.extracted.name + ".new").exists())
+
+
+class ConcurrentCreationTest(unittest.TestCase):
+    """Two runs that find no tarball must not both run mmdebstrap: each would
+    remove the other's part file as stale. The first creation holds until the
+    second run has looked for the tarball; the second then waits for it."""
+
+    def test_two_runs_asking_at_once_create_once(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = fake_root(Path(tmp))
+            root.conf, root.entries = {"suite": "trixie"}, []
+            root.contents_args = lambda deps: []
+            lock = threading.Lock()
+            askers, second_asked = set(), threading.Event()
+            active, most, creations = 0, 0, 0
+            real_current = Root.tarball_current
+
+            def current(self):
+                with lock:
+                    askers.add(threading.current_thread())
+                    if len(askers) == 2:
+                        second_asked.set()
+                return real_current(self)
+
+            def mmdebstrap(argv, what, **kw):
+                nonlocal active, most, creations
+                with lock:
+                    active += 1
+                    creations += 1
+                    most = max(most, active)
+                    first = creations == 1
+                if first:
+                    second_asked.wait(WAIT_SECONDS)
+                try:
+                    part = next(Path(a) for a in argv if ".part-" in str(a))
+                    part.write_bytes(b"tar")
+                finally:
+                    with lock:
+                        active -= 1
+
+            hits, errors = [], []
+
+            def ask():
+                try:
+                    hits.append(root.create())
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+
+            with mock.patch.object(Root, "tarball_current", current), \
+                    mock.patch.object(roots, "run", mmdebstrap), \
+                    mock.patch.object(roots, "apt_proxies", dict), \
+                    mock.patch.object(roots, "sources_lines", lambda entries: ""), \
+                    mock.patch.object(roots, "log", lambda *a: None):
+                threads = [threading.Thread(target=ask) for _ in range(2)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join(3 * WAIT_SECONDS)
+            self.assertEqual(errors, [])
+            self.assertEqual(most, 1, "two mmdebstrap runs at once")
+            self.assertEqual(creations, 1, "the second run created the root again")
+            self.assertEqual(sorted(hits), [False, True])
+            self.assertEqual(root.tarball.read_bytes(), b"tar")
+            self.assertEqual(list(Path(tmp).glob("*.part-*")), [])
 
 
 if __name__ == "__main__":
