@@ -28,6 +28,30 @@ def fake_root(cache: Path) -> Root:
     return root
 
 
+class HeldRuns:
+    """Counts the runs of a step that are under way at once; the first is
+    held until `release` is set (or WAIT_SECONDS pass), so that a second run
+    that is not serialised would overlap it."""
+
+    def __init__(self, release: threading.Event):
+        self.release, self.lock = release, threading.Lock()
+        self.active = self.most = self.total = 0
+
+    def run(self, step):
+        with self.lock:
+            self.active += 1
+            self.total += 1
+            self.most = max(self.most, self.active)
+            first = self.total == 1
+        if first:
+            self.release.wait(WAIT_SECONDS)
+        try:
+            return step()
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
 class ConcurrentExtractionTest(unittest.TestCase):
     def test_two_runs_asking_at_once_extract_once(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -40,8 +64,7 @@ class ConcurrentExtractionTest(unittest.TestCase):
 
             asked = threading.Semaphore(0)
             second_asked = threading.Event()
-            lock = threading.Lock()
-            active, most, extractions = 0, 0, 0
+            extractions = HeldRuns(second_asked)
             real_run = roots.run
 
             def create():
@@ -49,20 +72,8 @@ class ConcurrentExtractionTest(unittest.TestCase):
                 return True
 
             def counting_run(argv, what, **kw):
-                nonlocal active, most, extractions
-                with lock:
-                    active += 1
-                    extractions += 1
-                    most = max(most, active)
-                    first = extractions == 1
-                if first:
-                    # hold the first extraction until the second run has asked
-                    second_asked.wait(WAIT_SECONDS)
-                try:
-                    return real_run(argv, what, **kw)
-                finally:
-                    with lock:
-                        active -= 1
+                # the first extraction is held until the second run has asked
+                return extractions.run(lambda: real_run(argv, what, **kw))
 
             def watch():
                 for _ in range(2):
@@ -85,8 +96,8 @@ class ConcurrentExtractionTest(unittest.TestCase):
                 for t in threads:
                     t.join(3 * WAIT_SECONDS)
             self.assertEqual(errors, [])
-            self.assertEqual(most, 1, "two extractions ran at once")
-            self.assertEqual(extractions, 1, "the second run extracted again")
+            self.assertEqual(extractions.most, 1, "two extractions ran at once")
+            self.assertEqual(extractions.total, 1, "the second run extracted again")
             self.assertEqual(results, [root.extracted, root.extracted])
             self.assertEqual((root.extracted / "etc" / "os-release").read_text(), "trixie\n")
             self.assertFalse(root.extracted.with_name(root.extracted.name + ".new").exists())
@@ -104,7 +115,7 @@ class ConcurrentCreationTest(unittest.TestCase):
             root.contents_args = lambda deps: []
             lock = threading.Lock()
             askers, second_asked = set(), threading.Event()
-            active, most, creations = 0, 0, 0
+            creations = HeldRuns(second_asked)
             real_current = Root.tarball_current
 
             def current(self):
@@ -115,20 +126,8 @@ class ConcurrentCreationTest(unittest.TestCase):
                 return real_current(self)
 
             def mmdebstrap(argv, what, **kw):
-                nonlocal active, most, creations
-                with lock:
-                    active += 1
-                    creations += 1
-                    most = max(most, active)
-                    first = creations == 1
-                if first:
-                    second_asked.wait(WAIT_SECONDS)
-                try:
-                    part = next(Path(a) for a in argv if ".part-" in str(a))
-                    part.write_bytes(b"tar")
-                finally:
-                    with lock:
-                        active -= 1
+                part = next(Path(a) for a in argv if ".part-" in str(a))
+                creations.run(lambda: part.write_bytes(b"tar"))
 
             hits, errors = [], []
 
@@ -149,8 +148,8 @@ class ConcurrentCreationTest(unittest.TestCase):
                 for t in threads:
                     t.join(3 * WAIT_SECONDS)
             self.assertEqual(errors, [])
-            self.assertEqual(most, 1, "two mmdebstrap runs at once")
-            self.assertEqual(creations, 1, "the second run created the root again")
+            self.assertEqual(creations.most, 1, "two mmdebstrap runs at once")
+            self.assertEqual(creations.total, 1, "the second run created the root again")
             self.assertEqual(sorted(hits), [False, True])
             self.assertEqual(root.tarball.read_bytes(), b"tar")
             self.assertEqual(list(Path(tmp).glob("*.part-*")), [])
