@@ -1,9 +1,11 @@
 """The tables of kept gate results (history.py loads them): releases ×
 profiles per layout, metric and baseline, as text; one release's results
-as Markdown."""
+as Markdown; one release's short table against stock (its headline
+figures per layout)."""
 from __future__ import annotations
 
 from .history import RELEASE, release_number
+from .layouts import layout_names
 from .report import LABELS
 
 METRICS = ("osd_instructions_per_op", "osd_est_cycles_per_op", "osd_cpu_us_per_op", "iops")
@@ -174,3 +176,52 @@ def release_text(results: list[dict], release: str) -> str:
                 f"    {r.get('command') or '-'}; commit {r.get('commit') or 'not recorded'}",
                 f"    {r['source']}" + (f". {r['note']}" if r.get("note") else "")]
     return "\n".join(out) + "\n"
+
+
+# The rows of a release's short table: what each measures and where it is
+# read, the 4 KiB write against stock. The replicated rows are the
+# three-OSD variant's (a size-3 pool, instructions summed over the OSDs).
+SUMMARY_ROWS = (
+    ("instructions/op", "osd_instructions_per_op", lambda r: r["variant"] == "defaults"),
+    ("est. cycles/op", "osd_est_cycles_per_op", lambda r: r["variant"] == "defaults"),
+    ("replicated instructions/op (3 OSDs)", "osd_instructions_per_op", lambda r: r["variant"] == "three-osds"),
+    ("replicated est. cycles/op (3 OSDs)", "osd_est_cycles_per_op", lambda r: r["variant"] == "three-osds"),
+    ("ceph-osd CPU µs/op", "osd_cpu_us_per_op", lambda r: r["variant"] != "three-osds"),
+    ("IOPS", "iops", lambda r: r["variant"] != "three-osds"),
+)
+SUMMARY_PROFILE = "4k-write"
+CPU_MODE_VARIANTS = ("cpu", "cpu-upstream-io-mock")
+CPU_MODE_NOTE = ("The CPU mode (variants cpu, cpu-upstream-io-mock) pins ceph-osd to one core with its device "
+                 "mocked: a comparison in that mode only (docs/gate.md, \"The CPU mode\").")
+
+
+def summary_markdown(results: list[dict], release: str) -> str:
+    """A release's headline figures against stock, one row per layout and
+    metric of the 4 KiB write, each with its interval, pairs, mode and the
+    command that measured it; a row no kept result gives says so."""
+    mine = [r for r in results if r["release"] == release and against(r) == "stock" and r["profile"] == SUMMARY_PROFILE]
+    lines = [f"{release} against Debian's stock packages, {SUMMARY_PROFILE} "
+             f"(`bench/history --release {release} --summary`):", "",
+             f"| layout ({release}) | metric | ratio [95%] | pairs | verdict | mode | command |", "|---" * 7 + "|"]
+    commands: list[str] = []
+    known = layout_names()  # bench/layouts.toml's order: hdd, the default, first
+    order = {name: (known.index(name) if name in known else len(known), name) for name in {r["layout"] for r in mine}}
+    for layout in sorted(order, key=order.get):
+        for label, metric, fits in SUMMARY_ROWS:
+            found = [r for r in mine if r["layout"] == layout and fits(r) and cell_of(r, metric)]
+            if not found:
+                lines.append(f"| {layout} | {label} | not measured | | | | |")
+                continue
+            r = max(found, key=preference)
+            m = next(m for m in r["metrics"] if m["metric"] == metric)
+            command = r.get("command") or "-"
+            if command not in commands:
+                commands.append(command)
+            mode = r["mode"] + ("" if r["variant"] == "defaults" else f", {r['variant']}")
+            kept = "" if r["reproduced"] else " (transcribed)"
+            lines.append(f"| {layout} | {label} | {ratio_text(m)} | {m.get('pairs') or '-'} | "
+                         f"{m.get('verdict') or '-'} | {mode}{kept} | [{commands.index(command) + 1}] |")
+    lines += ["", *(f"[{i}] `{c}`" for i, c in enumerate(commands, 1))]
+    if any(r["variant"] in CPU_MODE_VARIANTS for r in mine):
+        lines += ["", CPU_MODE_NOTE]
+    return "\n".join(lines) + "\n"

@@ -2,6 +2,7 @@
 
   bench/history                                  the table of releases × profiles
   bench/history --release +perfN [--markdown]    one release's results
+  bench/history --release +perfN --summary       its short table against stock
   bench/history --add REPORT.json... --release +perfN [--release-gate] [--against LABEL] [--date YYYY-MM-DD]
   bench/history --check FILE                     the figures of FILE no kept result backs
 
@@ -18,7 +19,11 @@ The table gives, per layout, metric and baseline (stock, or the previous
 release), each release's ratio on each profile with its verdict; where a
 release has several results on one profile the release's own gate is
 shown. --release prints every result of one release with its interval,
-pairs, medians, date and where it comes from (--markdown: as Markdown).
+pairs, medians, date and where it comes from (--markdown: as Markdown);
+--summary, its short table: per layout, the 4 KiB write against stock in
+instructions and estimated cycles per op, the same replicated over three
+OSDs, ceph-osd CPU µs per op and IOPS, each with its interval, pairs, mode
+and command (README.md gives the current release's).
 
 --add imports bench/gate report.json files of one release into
 results/gate/perfN/, each a new file written atomically, none unless every
@@ -40,7 +45,7 @@ import argparse
 from pathlib import Path
 
 from cephperf.bench.history import RESULTS, add_reports, load_results, release_number, unbacked_figures
-from cephperf.bench.history_table import overview, release_markdown, release_text
+from cephperf.bench.history_table import overview, release_markdown, release_text, summary_markdown
 from cephperf.common import EXIT_ERROR, EXIT_FAIL, StageError, main_wrapper
 
 
@@ -49,6 +54,7 @@ def execute():
     p.add_argument("--results", type=Path, default=RESULTS, help="the folder of kept results (default results/gate)")
     p.add_argument("--release", help="+perfN: print its results (with --add: the release the report is of)")
     p.add_argument("--markdown", action="store_true", help="with --release: as Markdown")
+    p.add_argument("--summary", action="store_true", help="with --release: its short table against stock")
     p.add_argument("--add", type=Path, nargs="+", metavar="REPORT", help="import bench/gate report.json files")
     p.add_argument("--against", help="with --add: the baseline's label (default: stock for Debian's packages)")
     p.add_argument("--release-gate", action="store_true", help="with --add: the report is the release's own gate")
@@ -73,10 +79,11 @@ def execute():
         release_number(args.release)
         if not any(r["release"] == args.release for r in results):
             raise StageError(f"no kept result of {args.release} in {args.results}", EXIT_ERROR)
-        print((release_markdown if args.markdown else release_text)(results, args.release), end="")
+        show = summary_markdown if args.summary else release_markdown if args.markdown else release_text
+        print(show(results, args.release), end="")
         return 0
-    if args.markdown:
-        p.error("--markdown goes with --release +perfN")
+    if args.markdown or args.summary:
+        p.error("--markdown and --summary go with --release +perfN")
     print(overview(results), end="")
     return 0
 

@@ -3,8 +3,10 @@ becomes one (the fixture is a report in bench/gate's format, its rounds made
 up: 4 native and 4 counted pairs, judged by the gate's own code), the table
 shows each release's own gate, and the figures README.md, patches/README.md
 and docs/measurements.md give are backed by kept results."""
+import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -12,6 +14,7 @@ import unittest
 from pathlib import Path
 
 from cephperf.bench.history import FIGURE, load_results, release_number, unbacked_figures
+from cephperf.bench.history_table import summary_markdown
 from tests.helpers import REPO
 
 HISTORY = REPO / "bench" / "history"
@@ -150,6 +153,48 @@ class TableTest(unittest.TestCase):
         self.assertIn("| hdd | 4k-write | stock | stock → +perf15 (build ID 9a8dd853f7a4…) | ceph-osd instructions/op "
                       "| 236,944 → 167,865 | 0.7099 [0.7044, 0.7154] | 5 | gain | 2026-12-02 |", md.stdout)
         self.assertEqual(run("--release", "+perf99").returncode, 2)
+
+    def test_the_short_table_takes_each_row_from_its_own_result(self):
+        results = load_results()
+        text = summary_markdown(results, "+perf15")
+        self.assertIn("| hdd | instructions/op | 0.7099 [0.7044, 0.7154] | 5 | gain | counted (transcribed) | [1] |", text)
+        self.assertIn("| hdd | ceph-osd CPU µs/op | 0.5130 [0.4939, 0.5329] | 8 | gain | "
+                      "native, cpu-upstream-io-mock (transcribed) | [2] |", text)
+        self.assertIn("| hdd | replicated instructions/op (3 OSDs) | not measured | | | | |", text)
+        self.assertNotIn("flash", text)
+        # a three-OSD result and a flash one fill their own rows, not the one-OSD ones
+        gate = next(r for r in results if r["release"] == "+perf15" and r.get("role") == "release gate")
+        replicated = copy.deepcopy(gate)
+        # a later day: preferred, were the rows not told apart by variant
+        replicated.update(variant="three-osds", command="bench/gate --variant three-osds", date="2026-12-03")
+        replicated["metrics"][0].update(ratio=0.6, interval=[0.59, 0.61], pairs=6)
+        flash = copy.deepcopy(gate)
+        flash.update(layout="flash", command="bench/gate --layout flash")
+        text = summary_markdown([*results, replicated, flash], "+perf15")
+        self.assertIn("| hdd | instructions/op | 0.7099 [0.7044, 0.7154] | 5 |", text)
+        self.assertIn("| hdd | replicated instructions/op (3 OSDs) | 0.6000 [0.5900, 0.6100] | 6 | gain | "
+                      "counted, three-osds (transcribed) | [2] |", text)
+        self.assertIn("| flash | instructions/op | 0.7099 [0.7044, 0.7154] | 5 |", text)
+        self.assertIn("[2] `bench/gate --variant three-osds`", text)
+        self.assertLess(text.index("| hdd |"), text.index("| flash |"))  # bench/layouts.toml's order
+
+
+class ReadmeTablesTest(unittest.TestCase):
+    """A table README.md shows between `<!-- bench/history ARGS -->` and
+    `<!-- end of bench/history's output -->` is that command's output now,
+    from the kept results."""
+
+    BLOCK = re.compile(r"<!-- bench/history (?P<args>[^>]*?) -->\n(?P<body>.*?)<!-- end of bench/history's output -->",
+                       re.S)
+
+    def test_readme_tables_are_the_commands_output(self):
+        blocks = list(self.BLOCK.finditer((REPO / "README.md").read_text()))
+        self.assertTrue(blocks, "README.md shows no bench/history table: its performance table is gone")
+        for b in blocks:
+            with self.subTest(args=b["args"]):
+                r = run(*b["args"].split())
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(b["body"], r.stdout, f"README.md's table is not `bench/history {b['args']}`'s output")
 
 
 class FiguresBackedTest(unittest.TestCase):
