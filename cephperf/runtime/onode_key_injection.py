@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .cluster import Cluster
+from .cluster_admin import osd_up_from, wait_until
 from .record import NodeError
 from .shell import sh
 
@@ -130,6 +131,11 @@ def injection_at_start_aborts(cluster: Cluster) -> str:
     if "t == oid" not in "\n".join(cluster.log_tail("osd.0", 60)):
         raise NodeError(f"the OSD exited (status {osd.returncode}), but not in the key self-check: "
                         f"{cluster.cause()}")
+    up_from = osd_up_from(cluster)
     cluster.start_osd()  # the injection was on the command line only
+    # Up in the osdmap, booted anew: before that, a stop can reach the OSD
+    # before its SIGTERM handler is installed, and it dies of the signal.
+    wait_until(f"osd.0 up after its restart without {INJECT}", ABORT_WAIT,
+               lambda: osd_up_from(cluster) > up_from, cluster)
     return (f"{INJECT} set at start for the OSD alone: the OSD aborted in the key self-check before "
             "storing any key; restarted without it, it came up")
