@@ -85,10 +85,17 @@ def text_table(head: list[str], rows: list[list[str]]) -> list[str]:
             *(fmt.format(*r).rstrip() for r in rows)]
 
 
+def layout_key(layout: str) -> tuple[int, str]:
+    """bench/layouts.toml's order (hdd, the default, first); layouts it no
+    longer names after those, by name."""
+    known = layout_names()
+    return (known.index(layout) if layout in known else len(known), layout)
+
+
 def overview(results: list[dict]) -> str:
     """Every layout's tables: one per baseline kind and metric, releases × profiles."""
     out = []
-    for layout in sorted({r["layout"] for r in results}):
+    for layout in sorted({r["layout"] for r in results}, key=layout_key):
         for kind in ("stock", "the previous release"):
             group = [r for r in results if r["layout"] == layout and against(r) == kind]
             found = {m["metric"] for r in group for m in r["metrics"]}
@@ -141,7 +148,7 @@ def release_rows(results: list[dict], release: str) -> tuple[list[list[str]], li
     """One release's results: a row per metric of each result, and a note
     per result (its command, commit and where its figures come from)."""
     mine = sorted((r for r in results if r["release"] == release),
-                  key=lambda r: (r["layout"], against(r) != "stock", column_key(column(r)), r["date"]))
+                  key=lambda r: (layout_key(r["layout"]), against(r) != "stock", column_key(column(r)), r["date"]))
     rows, notes = [], []
     for i, r in enumerate(mine, 1):
         kept = f"[{i}] " + ("report.json" if r["reproduced"] else "transcribed, not reproduced")
@@ -165,7 +172,7 @@ def release_text(results: list[dict], release: str) -> str:
     """One release's results as text: a block per result, a line per metric."""
     out = [f"{release}: gate results"]
     for i, r in enumerate(sorted((r for r in results if r["release"] == release),
-                                 key=lambda r: (r["layout"], against(r) != "stock", column_key(column(r)), r["date"])), 1):
+                                 key=lambda r: (layout_key(r["layout"]), against(r) != "stock", column_key(column(r)), r["date"])), 1):
         kept = "from its report.json" if r["reproduced"] else "transcribed, not reproduced"
         out += ["", f"[{i}] {column(r)}, layout {r['layout']}, {r['mode']}, {r['date']}, against {against(r)} ({kept})",
                 f"    {side_text(r['baseline'])} → {side_text(r['candidate'])}",
@@ -204,9 +211,7 @@ def summary_markdown(results: list[dict], release: str) -> str:
              f"(`bench/history --release {release} --summary`):", "",
              f"| layout ({release}) | metric | ratio [95%] | pairs | verdict | mode | command |", "|---" * 7 + "|"]
     commands: list[str] = []
-    known = layout_names()  # bench/layouts.toml's order: hdd, the default, first
-    order = {name: (known.index(name) if name in known else len(known), name) for name in {r["layout"] for r in mine}}
-    for layout in sorted(order, key=order.get):
+    for layout in sorted({r["layout"] for r in mine}, key=layout_key):
         for label, metric, fits in SUMMARY_ROWS:
             found = [r for r in mine if r["layout"] == layout and fits(r) and cell_of(r, metric)]
             if not found:

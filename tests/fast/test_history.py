@@ -32,9 +32,13 @@ class KeptResultsTest(unittest.TestCase):
         results = load_results()
         numbers = {release_number(r["release"]) for r in results}
         self.assertLessEqual(set(range(3, 16)), numbers)
-        # from +perf4 on, each release has its own gate's result
+        # from +perf4 on, each release has its own gate's result; only the
+        # release debian/changelog is preparing (its top entry) may have
+        # results from before its release gate
         gated = {release_number(r["release"]) for r in results if r.get("role") == "release gate"}
-        self.assertEqual(set(range(4, max(numbers) + 1)) - gated, set())
+        top = re.search(r"\+perf(\d+)\)", (REPO / "debian" / "changelog").read_text().splitlines()[0])
+        in_preparation = {int(top.group(1))} if top else set()
+        self.assertEqual(set(range(4, max(numbers) + 1)) - gated - in_preparation, set())
         for r in results:
             with self.subTest(file=r["_file"]):
                 if release_number(r["release"]) <= 15:
