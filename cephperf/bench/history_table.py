@@ -222,7 +222,8 @@ def summary_markdown(results: list[dict], release: str) -> str:
             command = r.get("command") or "-"
             if command not in commands:
                 commands.append(command)
-            mode = r["mode"] + ("" if r["variant"] == "defaults" else f", {r['variant']}")
+            # a "both" run's rows each name the kind of round they come from
+            mode = (m.get("mode") or r["mode"]) + ("" if r["variant"] == "defaults" else f", {r['variant']}")
             kept = "" if r["reproduced"] else " (transcribed)"
             lines.append(f"| {layout} | {label} | {ratio_text(m)} | {m.get('pairs') or '-'} | "
                          f"{m.get('verdict') or '-'} | {mode}{kept} | [{commands.index(command) + 1}] |")
