@@ -37,7 +37,10 @@ def fmt(v) -> str:
     return str(v)
 
 
-COUNTED = ("osd_instructions_per_op", "osd_est_cycles_per_op")
+# Figures only counted rounds give: the OSD's, and in a round of several
+# OSDs the primary's and a replica's.
+COUNTED = ("osd_instructions_per_op", "osd_est_cycles_per_op", "primary_instructions_per_op",
+           "primary_est_cycles_per_op", "replica_instructions_per_op", "replica_est_cycles_per_op")
 
 
 def values(recs: list[dict], metric: str, side: str | None = None) -> list[float]:

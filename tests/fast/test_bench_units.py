@@ -8,7 +8,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from cephperf.bench.report import markdown
+from cephperf.bench.report import markdown, values
 from cephperf.bench.rounds import (COUNTED_CAP_SECONDS, load_profile, parse_source, read_conf_file, resolve_variant,
                                    round_spec)
 from cephperf.bench.functions import tables
@@ -460,6 +460,19 @@ class ReportTest(unittest.TestCase):
                       markdown(rep))
         rep["records"] += [{**r, "mode": "native", "round": r["round"] + 10} for r in records[:4]]
         self.assertIn("5 instruction-counted and 2 native round(s) per side", markdown(rep))
+
+    def test_the_roles_counted_figures_have_medians(self):
+        # a three-OSD counted round's per-role figures come from callgrind rounds, as the sum's do
+        records = [{"round": 2 * i + 1 + k, "pair": i + 1, "side": side, "mode": "callgrind",
+                    "osd_instructions_per_op": 3 * ins, "primary_instructions_per_op": ins,
+                    "replica_est_cycles_per_op": 2 * ins}
+                   for i in range(3) for k, (side, ins) in enumerate((("baseline", 270_000.0), ("candidate", 200_000.0)))]
+        self.assertEqual(values(records, "primary_instructions_per_op", "candidate"), [200_000.0] * 3)
+        self.assertEqual(values(records, "replica_est_cycles_per_op", "baseline"), [540_000.0] * 3)
+        rep = {"verdict": "gain", "profile": "4k-write", "description": "4 KiB writes", "variant": "three-osds",
+               "rounds": 4, "sides": {"baseline": {"source": "a"}, "candidate": {"source": "b"}},
+               "judgement": judge_paired(records, load_toml(RULES / "default.toml")), "records": records}
+        self.assertIn("| primary's instructions/op | 270,000 | 200,000 | 0.741 |", markdown(rep))
 
 
 if __name__ == "__main__":
