@@ -37,16 +37,15 @@ def fmt(v) -> str:
     return str(v)
 
 
-# Figures only counted rounds give: the OSD's, and in a round of several
-# OSDs the primary's and a replica's.
-COUNTED = ("osd_instructions_per_op", "osd_est_cycles_per_op", "primary_instructions_per_op",
-           "primary_est_cycles_per_op", "replica_instructions_per_op", "replica_est_cycles_per_op")
+# Figures only counted rounds give, by their names' ends: the OSD's, and in
+# a round of several OSDs each role's (primary_*, replica_*).
+COUNTED_SUFFIXES = ("instructions_per_op", "est_cycles_per_op")
 
 
 def values(recs: list[dict], metric: str, side: str | None = None) -> list[float]:
     """A metric's values from the rounds of the mode that measures it (IOPS
     under callgrind say nothing of speed)."""
-    mode = "callgrind" if metric in COUNTED else "native"
+    mode = "callgrind" if metric.endswith(COUNTED_SUFFIXES) else "native"
     return [r[metric] for r in recs if (side is None or r["side"] == side) and r.get("mode", "native") == mode
             and isinstance(r.get(metric), (int, float))]
 
